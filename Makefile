@@ -1,0 +1,32 @@
+# One command per user: `make lab` (learner), `make demo` (instructor), `make test` (maintainer).
+# Every target sets up the virtual environment first when it is missing or stale.
+
+VENV := .venv
+PY := $(VENV)/bin/python
+# nbgrader runs `alembic` (and jupyter its kernels) from PATH: the venv's bin comes first.
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export MPLBACKEND := Agg
+
+.PHONY: setup test lint lab notebooks bench
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $@
+
+lint: setup
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+test: setup lint
+	$(PY) -m pytest
+
+lab: setup
+	$(VENV)/bin/jupyter lab course/
+
+bench: setup
+	$(PY) tests/benchmarks/bench_layers.py
