@@ -5,7 +5,6 @@ VENV := .venv
 PY := $(VENV)/bin/python
 # nbgrader runs `alembic` (and jupyter its kernels) from PATH: the venv's bin comes first.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
-export MPLBACKEND := Agg
 
 .PHONY: setup test lint lab notebooks bench
 

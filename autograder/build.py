@@ -1,0 +1,215 @@
+"""Build the lesson notebooks from their scripts: script -> source notebook -> course/.
+
+A lesson script (``solutions/lesson_scripts/03_attention.py``) is plain text in
+"percent" format. Each cell starts with a header line:
+
+    # %% [markdown]                      prose (each line starts with "# ")
+    # %%                                 code the learner runs but may not change
+    # %% exercise solutions.attention.scaled_dot_product_attention
+                                         the exercise: its definition is copied from
+                                         the reference package (the one source)
+    # %% test test_scaled_dot_product_attention_shape points=1
+                                         a graded test cell (hidden tests inside
+                                         ### BEGIN/END HIDDEN TESTS)
+
+The source notebook is executed (so it carries its outputs, for nbval) and
+written to ``solutions/lessons/<lesson>/``; nbgrader's generate_assignment then
+writes the learner's version into ``course/<lesson>/``.
+
+    python -m autograder.build [LESSON ...]      # all written lessons by default
+"""
+
+import argparse
+import importlib
+import inspect
+import os
+import re
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+from autograder import lessons
+
+HEADER = re.compile(r"^# %%(?P<rest>.*)$")
+NBGRADER_SCHEMA = 3
+
+
+@dataclass
+class CellSpec:
+    kind: str  # "markdown", "code", "exercise" or "test"
+    header: str
+    lines: list[str] = field(default_factory=list)
+
+
+def parse_script(text: str) -> list[CellSpec]:
+    """Split a lesson script into cell specs at its "# %%" header lines."""
+    cells: list[CellSpec] = []
+    for line in text.splitlines():
+        match = HEADER.match(line)
+        if match:
+            header = match["rest"].strip()
+            kind = "markdown" if header == "[markdown]" else (header.split()[0] if header else "code")
+            if kind not in ("markdown", "code", "exercise", "test"):
+                raise ValueError(f"unknown cell header {line!r}: expected [markdown], exercise or test")
+            cells.append(CellSpec(kind, header))
+        elif cells:
+            cells[-1].lines.append(line)
+        elif line.strip():
+            raise ValueError(f"text before the first '# %%' header: {line!r}")
+    return cells
+
+
+def _strip_blank_edges(lines: list[str]) -> str:
+    return "\n".join(lines).strip("\n")
+
+
+def markdown_source(lines: list[str]) -> str:
+    """Prose lines lose their comment prefix: '# text' -> 'text', '#' -> ''."""
+    stripped = []
+    for line in lines:
+        if line.strip() and not line.startswith("#"):
+            raise ValueError(f"markdown line without '# ': {line!r}")
+        stripped.append(line[2:] if line.startswith("# ") else line[1:])
+    return _strip_blank_edges(stripped)
+
+
+def exercise_source(dotted: str) -> tuple[str, str]:
+    """'solutions.attention.scaled_dot_product_attention' -> (grade_id, the definition's source)."""
+    module_name, name = dotted.rsplit(".", 1)
+    definition = getattr(importlib.import_module(module_name), name)
+    return name, inspect.getsource(definition).rstrip("\n")
+
+
+def _nbgrader(grade_id: str, *, solution=False, grade=False, locked=True, points=None) -> dict:
+    meta = {
+        "grade": grade,
+        "grade_id": grade_id,
+        "locked": locked,
+        "schema_version": NBGRADER_SCHEMA,
+        "solution": solution,
+    }
+    if points is not None:
+        meta["points"] = points
+    return meta
+
+
+def _test_header(header: str) -> tuple[str, int]:
+    """'test test_x points=2' -> ('test_x', 2)"""
+    parts = header.split()
+    if len(parts) != 3 or not parts[1].startswith("test_") or not parts[2].startswith("points="):
+        raise ValueError(f"test header must read 'test test_<name> points=<n>', got {header!r}")
+    return parts[1], int(parts[2].removeprefix("points="))
+
+
+def build_cells(specs: list[CellSpec]) -> list[nbformat.NotebookNode]:
+    """Cell specs -> notebook cells with nbgrader metadata and stable ids."""
+    cells = []
+    counters = {"markdown": 0, "code": 0}
+    for spec in specs:
+        if spec.kind == "markdown":
+            counters["markdown"] += 1
+            grade_id = f"text_{counters['markdown']:02d}"
+            cell = nbformat.v4.new_markdown_cell(markdown_source(spec.lines))
+            cell.metadata["nbgrader"] = _nbgrader(grade_id)
+        elif spec.kind == "code":
+            counters["code"] += 1
+            grade_id = f"code_{counters['code']:02d}"
+            cell = nbformat.v4.new_code_cell(_strip_blank_edges(spec.lines))
+            cell.metadata["nbgrader"] = _nbgrader(grade_id)
+        elif spec.kind == "exercise":
+            grade_id, source = exercise_source(spec.header.split()[1])
+            cell = nbformat.v4.new_code_cell(source)
+            cell.metadata["nbgrader"] = _nbgrader(grade_id, solution=True, locked=False)
+        else:
+            grade_id, points = _test_header(spec.header)
+            cell = nbformat.v4.new_code_cell(_strip_blank_edges(spec.lines))
+            cell.metadata["nbgrader"] = _nbgrader(grade_id, grade=True, points=points)
+        cell["id"] = grade_id.replace("_", "-")
+        cells.append(cell)
+    ids = [cell["id"] for cell in cells]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise ValueError(f"cell ids used twice: {duplicates}")
+    return cells
+
+
+def build_source(lesson: str) -> nbformat.NotebookNode:
+    """The lesson's source notebook, not yet executed."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = build_cells(parse_script(lessons.script_path(lesson).read_text()))
+    nb.metadata = {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+    }
+    return nb
+
+
+def execute(nb: nbformat.NotebookNode, cwd: Path) -> nbformat.NotebookNode:
+    """Run every cell top to bottom, then drop the per-run timing metadata.
+
+    Execution counts stay, numbered 1..N in order: nbval compares only cells that
+    have one, and a count that is exactly the cell's place is no noise.
+    """
+    client = NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
+    )
+    backend = os.environ.pop("MPLBACKEND", None)  # figures go inline into the notebook, as nbval sees them
+    try:
+        client.execute()
+    finally:
+        if backend is not None:
+            os.environ["MPLBACKEND"] = backend
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+    return nb
+
+
+def write_source(lesson: str) -> Path:
+    path = lessons.source_path(lesson)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nb = execute(build_source(lesson), path.parent)
+    nbformat.write(nb, path)
+    return path
+
+
+def generate_student(lesson: str, release: Path) -> Path:
+    """Run nbgrader's generate_assignment for one lesson into ``release/<lesson>/``."""
+    from nbgrader.apps import NbGraderAPI
+
+    from autograder.nbgrader_config import course_config
+
+    with tempfile.TemporaryDirectory() as workspace:
+        api = NbGraderAPI(config=course_config(Path(workspace), release=release))
+        result = api.generate_assignment(lesson, force=True, create=True)
+        if not result["success"]:
+            raise RuntimeError(f"nbgrader generate_assignment {lesson} failed:\n{result['log']}")
+    return release / lesson / lessons.notebook_name(lesson)
+
+
+def write_course(lesson: str) -> Path:
+    shutil.rmtree(lessons.COURSE / lesson, ignore_errors=True)
+    return generate_student(lesson, lessons.COURSE)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("lessons", nargs="*", help="lesson names (default: every lesson with a script)")
+    names = parser.parse_args(argv).lessons or lessons.written_lessons()
+    unknown = [name for name in names if name not in lessons.written_lessons()]
+    if unknown:
+        parser.error(f"no lesson script for {unknown}; lessons with scripts: {lessons.written_lessons()}")
+    for lesson in names:
+        print(f"{lesson}: source {write_source(lesson).relative_to(lessons.ROOT)}", flush=True)
+        print(f"{lesson}: course {write_course(lesson).relative_to(lessons.ROOT)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,218 @@
+"""Checks for lesson 03: scaled_dot_product_attention(q, k, v, mask=None) -> (out, weights).
+
+Oracles: torch.nn.functional.scaled_dot_product_attention for the output, and
+softmax(q k^T / sqrt(d_k)) for the weights. Inputs: B=2, h=3, T_q=5 != T_k=7,
+d_k=4 != d_v=6, and masks that are neither symmetric nor all True.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from autograder.checks.core import (
+    CheckFailure,
+    Mistake,
+    call,
+    expect_close,
+    expect_device,
+    expect_dtype,
+    expect_shape,
+    expect_tensor,
+    mistake_outputs,
+    passed,
+    unchanged,
+)
+from autograder.checks.device import DEVICE, random_tensor
+
+EXERCISE = "scaled_dot_product_attention"
+B, H, T_Q, T_K, D_K, D_V = 2, 3, 5, 7, 4, 6
+OUT, WEIGHTS = "[B, h, T_q, d_v]", "[B, h, T_q, T_k]"
+
+
+def _attend(scores: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, fill: float, dim: int = -1):
+    """softmax of the scores (masked with ``fill``) times v: the skeleton every mistake shares."""
+    if mask is not None:
+        scores = scores.masked_fill(~mask, fill)
+    weights = torch.softmax(scores, dim=dim)
+    return weights @ v, weights
+
+
+def _scores(q, k, scale):
+    return q @ k.transpose(-2, -1) / scale
+
+
+def _zero_masked(out_weights, mask, v):
+    """Zero the weights at masked keys (so a fully masked row gives 0, not NaN)."""
+    _, weights = out_weights
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    return weights @ v, weights
+
+
+MISTAKES = [
+    Mistake(
+        "no scaling",
+        "The scores are not scaled: divide q kᵀ by sqrt(d_k) before the softmax.",
+        lambda q, k, v, mask=None: _zero_masked(_attend(_scores(q, k, 1.0), v, mask, -math.inf), mask, v),
+    ),
+    Mistake(
+        "scaled by d_k instead of sqrt(d_k)",
+        "The scores are divided by d_k; the paper divides by sqrt(d_k) (math.sqrt(d_k)).",
+        lambda q, k, v, mask=None: _zero_masked(
+            _attend(_scores(q, k, q.size(-1)), v, mask, -math.inf), mask, v
+        ),
+    ),
+    Mistake(
+        "scaled by sqrt(d_v)",
+        "The scores are divided by sqrt(d_v), the size of v; scale by sqrt(d_k), the size of q and k.",
+        lambda q, k, v, mask=None: _zero_masked(
+            _attend(_scores(q, k, math.sqrt(v.size(-1))), v, mask, -math.inf), mask, v
+        ),
+    ),
+    Mistake(
+        "softmax over the wrong dimension",
+        "The softmax runs over the queries (dim=-2); each query's weights over the keys must sum "
+        "to 1, so use dim=-1.",
+        lambda q, k, v, mask=None: _zero_masked(
+            _attend(_scores(q, k, math.sqrt(q.size(-1))), v, mask, -math.inf, dim=-2), mask, v
+        ),
+    ),
+    Mistake(
+        "inverted mask",
+        "Your mask is inverted: True means 'may attend', so fill the scores where the mask is "
+        "False (use ~mask or mask == 0 in masked_fill).",
+        lambda q, k, v, mask=None: _zero_masked(
+            _attend(_scores(q, k, math.sqrt(q.size(-1))), v, None if mask is None else ~mask, -math.inf),
+            None if mask is None else ~mask,
+            v,
+        ),
+    ),
+    Mistake(
+        "mask ignored",
+        "The mask has no effect: fill the scores at masked positions with -inf (masked_fill) "
+        "before the softmax.",
+        lambda q, k, v, mask=None: _attend(_scores(q, k, math.sqrt(q.size(-1))), v, None, -math.inf),
+    ),
+    Mistake(
+        "NaN on a fully masked row",
+        "A query whose keys are all masked gives NaN: softmax of a row of -inf is 0/0. After the "
+        "softmax, set the weights at masked positions to 0 (weights.masked_fill(~mask, 0.0)).",
+        lambda q, k, v, mask=None: _attend(_scores(q, k, math.sqrt(q.size(-1))), v, mask, -math.inf),
+    ),
+    Mistake(
+        "-1e9 leaves a fully masked row uniform",
+        "Filling with -1e9 turns a fully masked row into equal weights over all keys (the mean of "
+        "v); that row must be all zeros: set the weights at masked positions to 0 after the softmax.",
+        lambda q, k, v, mask=None: _attend(_scores(q, k, math.sqrt(q.size(-1))), v, mask, -1e9),
+    ),
+]
+
+
+def _inputs(seed: int):
+    q = random_tensor(B, H, T_Q, D_K, seed=seed)
+    k = random_tensor(B, H, T_K, D_K, seed=seed + 1)
+    v = random_tensor(B, H, T_K, D_V, seed=seed + 2)
+    return q, k, v
+
+
+def _mask(seed: int) -> torch.Tensor:
+    """Bool[B, 1, T_q, T_k]: neither symmetric nor all True; every row keeps and drops some keys."""
+    generator = torch.Generator().manual_seed(seed)
+    mask = torch.rand(B, 1, T_Q, T_K, generator=generator) < 0.6
+    mask[..., 0] = True  # every query sees at least one key
+    mask[..., -1] = False  # and misses at least one
+    return mask.to(DEVICE)
+
+
+def _expected(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -math.inf)
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    return out, weights
+
+
+def _run(fn, q, k, v, mask=None):
+    """Call the learner's function, check it returned (out, weights) and left its inputs alone."""
+    inputs = {"q": q, "k": k, "v": v} | ({} if mask is None else {"mask": mask})
+    with unchanged(EXERCISE, **inputs):
+        result = call(EXERCISE, fn, q, k, v, mask)
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise CheckFailure(
+            f"{EXERCISE}: expected a pair (out, weights), got {type(result).__name__}"
+            + (f" of length {len(result)}" if isinstance(result, tuple) else "")
+        )
+    return result
+
+
+def compare(fn, q, k, v, mask=None, expected=None) -> None:
+    """Compare the learner's (out, weights) with ``expected`` (default: the PyTorch oracle)."""
+    out, weights = _run(fn, q, k, v, mask)
+    expected_out, expected_weights = expected or _expected(q, k, v, mask)
+    wrong = mistake_outputs(MISTAKES, q, k, v, mask)
+    expect_close(EXERCISE, "weights", weights, expected_weights, WEIGHTS, [(m, w) for m, (_, w) in wrong])
+    expect_close(EXERCISE, "out", out, expected_out, OUT, [(m, o) for m, (o, _) in wrong])
+
+
+def check_attention_shapes(fn) -> None:
+    """out [B, h, T_q, d_v] and weights [B, h, T_q, T_k], float64 on the inputs' device."""
+    q, k, v = _inputs(seed=0)
+    out, weights = _run(fn, q, k, v)
+    for what, tensor, letters, shape in (
+        ("out", out, OUT, (B, H, T_Q, D_V)),
+        ("weights", weights, WEIGHTS, (B, H, T_Q, T_K)),
+    ):
+        expect_tensor(EXERCISE, what, tensor)
+        expect_shape(EXERCISE, what, tensor, letters, shape)
+        expect_dtype(EXERCISE, what, tensor, q.dtype)
+        expect_device(EXERCISE, what, tensor, q.device)
+    passed(f"{EXERCISE} returns out {OUT} and weights {WEIGHTS} for T_q={T_Q} != T_k={T_K}, d_k != d_v")
+
+
+def check_attention_values(fn) -> None:
+    """Without a mask: equal to PyTorch's scaled_dot_product_attention; weights' rows sum to 1."""
+    q, k, v = _inputs(seed=10)
+    compare(fn, q, k, v)
+    _, weights = _run(fn, q, k, v)
+    sums = weights.sum(dim=-1)
+    if not torch.allclose(sums, torch.ones_like(sums)):
+        raise CheckFailure(f"{EXERCISE}: each row of weights must sum to 1, got sums {sums.flatten()[:4]}")
+    passed(f"{EXERCISE} equals torch's F.scaled_dot_product_attention, and each row of weights sums to 1")
+
+
+def check_attention_mask(fn) -> None:
+    """With a boolean mask [B, 1, T_q, T_k]: masked keys get zero weight and cannot move the output."""
+    q, k, v = _inputs(seed=20)
+    mask = _mask(seed=21)
+    compare(fn, q, k, v, mask)
+    moved = v.clone()
+    moved[..., -1, :] += 100.0  # the last key is masked for every query
+    out, _ = _run(fn, q, k, v, mask)
+    out_moved, _ = _run(fn, q, k, moved, mask)
+    if not torch.allclose(out, out_moved):
+        raise CheckFailure(f"{EXERCISE}: changing the value of a masked key changed the output")
+    passed(f"{EXERCISE} applies a mask [B, 1, T_q, T_k] (True = may attend); masked keys have no effect")
+
+
+def check_attention_fully_masked(fn) -> None:
+    """A query whose keys are all masked gets zero weights and a zero output, never NaN."""
+    q, k, v = _inputs(seed=30)
+    mask = _mask(seed=31)
+    mask[:, :, 2, :] = False  # query 2 may attend to nothing
+    compare(fn, q, k, v, mask)
+    passed(f"{EXERCISE} gives zeros, not NaN, for a query whose keys are all masked")
+
+
+CHECKS = {
+    EXERCISE: [
+        check_attention_shapes,
+        check_attention_values,
+        check_attention_mask,
+        check_attention_fully_masked,
+    ]
+}
+CATALOGUE = {EXERCISE: MISTAKES}

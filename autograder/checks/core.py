@@ -1,0 +1,197 @@
+"""The pieces every lesson's checks are made of.
+
+A check calls the learner's code on inputs chosen so that bugs cannot hide,
+compares the result with an oracle (PyTorch's own modules or a formula), and
+when the result is wrong, compares it with the outputs of the known mistakes
+so that the message can name the mistake. Failures raise ``CheckFailure``,
+whose message is written for the learner.
+"""
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from autograder.checks.device import exact_matmul, tolerance
+
+
+class CheckFailure(AssertionError):
+    """A check failed. The message says what was expected, what was seen, and where to look."""
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A common wrong answer: its name, the hint a learner gets, and how to compute its output.
+
+    ``compute`` takes the same arguments as the exercise (for a module, the
+    learner's module comes first, so its parameters can be used) and returns
+    what the mistaken code would return.
+    """
+
+    name: str
+    hint: str
+    compute: Callable[..., Any]
+
+    def message(self, exercise: str) -> str:
+        return f"{exercise}: your output matches a known mistake, {self.name}. {self.hint}"
+
+
+def passed(message: str) -> None:
+    """Tell the learner what just passed, in one line."""
+    print(f"✓ {message}")
+
+
+def call(exercise: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call the learner's code; an unimplemented stub or a crash becomes a message."""
+    try:
+        with exact_matmul():
+            return fn(*args, **kwargs)
+    except NotImplementedError as error:
+        raise CheckFailure(
+            f"{exercise} is not implemented yet: replace `raise NotImplementedError()` "
+            "in its cell with your code, run that cell, then run this check again."
+        ) from error
+    except CheckFailure:
+        raise
+    except Exception as error:
+        raise CheckFailure(
+            f"{exercise} raised {type(error).__name__}: {error} (the traceback above shows the line)"
+        ) from error
+
+
+@contextlib.contextmanager
+def unchanged(exercise: str, **tensors: torch.Tensor) -> Iterator[None]:
+    """Fail if the code run inside changed any of the named input tensors in place."""
+    before = {name: tensor.detach().clone() for name, tensor in tensors.items()}
+    yield
+    for name, tensor in tensors.items():
+        if not torch.equal(before[name], tensor.detach()):
+            raise CheckFailure(
+                f"{exercise} changed its input `{name}` in place (an in-place operation such as "
+                "`+=`, `masked_fill_` or `div_`); compute a new tensor and leave the input as it was."
+            )
+
+
+def shape_text(letters: str, shape: Sequence[int]) -> str:
+    """'[B, h, T_q, T_k]', (2, 4, 5, 7) -> '[B, h, T_q, T_k] = [2, 4, 5, 7]'"""
+    return f"{letters} = {list(shape)}"
+
+
+def _same(actual: torch.Tensor, expected: torch.Tensor) -> bool:
+    if actual.shape != expected.shape:
+        return False
+    actual, expected = actual.detach(), expected.detach().to(actual.device)
+    common = torch.promote_types(actual.dtype, expected.dtype)
+    return torch.allclose(
+        actual.to(common), expected.to(common), equal_nan=True, **tolerance(actual, expected)
+    )
+
+
+def _matching_mistake(actual: torch.Tensor, mistakes: Sequence[tuple[Mistake, Any]]) -> Mistake | None:
+    for mistake, output in mistakes:
+        if isinstance(output, torch.Tensor) and _same(actual, output):
+            return mistake
+    return None
+
+
+def expect_tensor(exercise: str, what: str, actual: Any) -> torch.Tensor:
+    if not isinstance(actual, torch.Tensor):
+        raise CheckFailure(f"{exercise}: expected {what} to be a torch.Tensor, got {type(actual).__name__}")
+    return actual
+
+
+def expect_shape(exercise: str, what: str, actual: torch.Tensor, letters: str, shape: Sequence[int]) -> None:
+    if tuple(actual.shape) != tuple(shape):
+        raise CheckFailure(
+            f"{exercise}: expected {what} of shape {shape_text(letters, shape)}, got {list(actual.shape)}"
+        )
+
+
+def expect_dtype(exercise: str, what: str, actual: torch.Tensor, dtype: torch.dtype) -> None:
+    if actual.dtype != dtype:
+        raise CheckFailure(f"{exercise}: expected {what} of dtype {dtype}, got {actual.dtype}")
+
+
+def expect_device(exercise: str, what: str, actual: torch.Tensor, device: torch.device) -> None:
+    if actual.device.type != device.type:
+        raise CheckFailure(
+            f"{exercise}: expected {what} on the same device as the inputs ({device.type}), "
+            f"got {actual.device.type}; create new tensors with device=... from an input"
+        )
+
+
+def expect_close(
+    exercise: str,
+    what: str,
+    actual: Any,
+    expected: torch.Tensor,
+    letters: str,
+    mistakes: Sequence[tuple[Mistake, Any]] = (),
+) -> None:
+    """Compare ``actual`` with ``expected``; on a mismatch, name the known mistake it matches.
+
+    ``mistakes`` pairs each known mistake with its output on the same inputs.
+    The order of the messages: a known mistake first (its hint is the most
+    useful thing to say), then NaN, then the shape, then the size of the error.
+    """
+    actual = expect_tensor(exercise, what, actual)
+    if _same(actual, expected):
+        return
+    mistake = _matching_mistake(actual, mistakes)
+    if mistake is not None:
+        raise CheckFailure(mistake.message(exercise))
+    if torch.isnan(actual).any() and not torch.isnan(expected).any():
+        count = int(torch.isnan(actual).sum())
+        raise CheckFailure(
+            f"{exercise}: {what} contains NaN in {count} of {actual.numel()} entries. "
+            "NaN usually comes from a softmax over a row that is all -inf, or from a "
+            "square root or log of a negative number."
+        )
+    expect_shape(exercise, what, actual, letters, expected.shape)
+    if actual.is_floating_point() and expected.is_floating_point():
+        error = (actual.detach() - expected.to(actual)).abs()
+        index = tuple(int(i) for i in torch.unravel_index(error.argmax(), error.shape))
+        raise CheckFailure(
+            f"{exercise}: {what} has the right shape {letters} but wrong values: the largest "
+            f"difference is {float(error.max()):.3g}, at index {list(index)}, where the expected "
+            f"value is {float(expected[index]):.6g} and yours is {float(actual[index]):.6g}."
+        )
+    wrong = (actual != expected.to(actual.device)).nonzero()
+    raise CheckFailure(
+        f"{exercise}: {what} has the right shape {letters} but {len(wrong)} wrong entries, "
+        f"the first at index {wrong[0].tolist()}: expected {expected[tuple(wrong[0])].item()}, "
+        f"got {actual[tuple(wrong[0])].item()}."
+    )
+
+
+def mistake_outputs(mistakes: Sequence[Mistake], *args: Any) -> list[tuple[Mistake, Any]]:
+    """Each known mistake with what it would return on these arguments."""
+    with torch.no_grad(), exact_matmul():
+        return [(mistake, mistake.compute(*args)) for mistake in mistakes]
+
+
+def build(exercise: str, cls: type, *args: Any, **kwargs: Any) -> Any:
+    """Construct the learner's module (stub and crash turned into messages), in eval mode, float64."""
+    from autograder.checks.device import DEVICE, DTYPE
+
+    module = call(exercise, cls, *args, **kwargs)
+    return module.to(device=DEVICE, dtype=DTYPE).eval()
+
+
+def load_weights(exercise: str, module: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Load oracle weights into the learner's module by the contract's names, strictly."""
+    expected, found = sorted(state), sorted(module.state_dict())
+    if expected != found:
+        missing = [name for name in expected if name not in found]
+        extra = [name for name in found if name not in expected]
+        raise CheckFailure(
+            f"{exercise}: the parameters do not have the names the lesson asks for. "
+            f"Missing: {missing or 'none'}; not expected: {extra or 'none'}. "
+            "Use the attribute names given in the exercise (they let reference weights load)."
+        )
+    try:
+        module.load_state_dict(state, strict=True)
+    except RuntimeError as error:
+        raise CheckFailure(f"{exercise}: the parameters have the wrong shapes: {error}") from None

@@ -1,0 +1,31 @@
+"""Hidden tests for lesson 03."""
+
+from autograder.checks import attention
+from autograder.hidden.core import Fresh
+from solutions.attention import scaled_dot_product_attention as reference
+
+
+def hidden_scaled_dot_product_attention(fn, masked: bool, trials: int = 3) -> None:
+    """Fresh sizes (h >= 2, T_q != T_k, d_k != d_v); with ``masked``, masks of several broadcast
+    shapes, one of them with a fully masked query row."""
+    fresh = Fresh()
+    for _ in range(trials):
+        b, h, t_q, d_k = fresh.size(2, 4), fresh.size(2, 4), fresh.size(2, 9), fresh.size(2, 8)
+        t_k, d_v = t_q + fresh.size(1, 4), d_k + fresh.size(1, 4)
+        q, k, v = fresh.tensor(b, h, t_q, d_k), fresh.tensor(b, h, t_k, d_k), fresh.tensor(b, h, t_k, d_v)
+        if not masked:
+            attention.compare(fn, q, k, v, None, expected=reference(q, k, v))
+            continue
+        for mask_shape in ((t_q, t_k), (b, 1, 1, t_k), (b, h, t_q, t_k)):
+            mask = fresh.bools(*mask_shape)
+            mask[..., 0] = True  # most queries see some key ...
+            mask[..., -1, :] = False  # ... the last sees none
+            attention.compare(fn, q, k, v, mask, expected=reference(q, k, v, mask))
+
+
+HIDDEN = {
+    "scaled_dot_product_attention": [
+        lambda fn: hidden_scaled_dot_product_attention(fn, masked=False),
+        lambda fn: hidden_scaled_dot_product_attention(fn, masked=True),
+    ]
+}

@@ -1,0 +1,40 @@
+"""nbgrader's configuration for this course, in one function.
+
+Every nbgrader step of the course (generating learners' notebooks, taking in
+submissions, autograding, feedback) builds its configuration here, so the
+choices below hold everywhere.
+"""
+
+from pathlib import Path
+
+from traitlets.config import Config
+
+from autograder.lessons import COURSE, SOURCE
+
+COURSE_ID = "transformer-course"
+CELL_TIMEOUT_S = 120  # nbgrader's default is 30 s per cell; the lessons' slowest cell takes a few
+
+
+def course_config(workspace: Path, release: Path = COURSE, source: Path = SOURCE) -> Config:
+    """nbgrader config whose gradebook, submissions and feedback live in ``workspace``.
+
+    The source notebooks and the released course stay in the repository; the
+    grading workspace is outside the tracked tree.
+    """
+    c = Config()
+    c.CourseDirectory.course_id = COURSE_ID
+    c.CourseDirectory.root = str(workspace)
+    c.CourseDirectory.source_directory = str(source)
+    c.CourseDirectory.release_directory = str(release)
+    c.CourseDirectory.db_url = f"sqlite:///{workspace / 'gradebook.db'}"
+    c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.png"]
+    c.Execute.timeout = CELL_TIMEOUT_S
+    c.Execute.kernel_name = "python3"
+    c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+    c.ClearOutput.remove_metadata_fields = ["collapsed", "scrolled", "execution"]
+    # A deleted or edited test cell comes back from the source before grading.
+    c.OverwriteCells.add_missing_cells = True
+    # Warnings printed to stderr by a correct solution must not zero a test cell.
+    c.IgnorePattern.enabled = True
+    c.IgnorePattern.pattern = r"\w*Warning: "
+    return c

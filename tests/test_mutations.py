@@ -1,0 +1,126 @@
+"""Every check can fail: each catalogued mistake and the untouched stub are caught and named,
+and every alternative correct implementation is accepted (architecture, principle 5).
+
+For each exercise, the lesson's visible checks run in the order of its test cells. The
+first check that fails must carry the mistake's own hint. The hidden tests must reject
+every mistake and the stub too, and accept the reference and the alternatives.
+"""
+
+import importlib
+import pkgutil
+
+import pytest
+import torch
+
+import autograder.checks
+import autograder.hidden
+import solutions
+from autograder.checks import CheckFailure, Mistake
+from tests.alternatives import ALTERNATIVES
+
+
+def _collect(package, name: str) -> dict:
+    merged = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        merged.update(getattr(module, name, {}))
+    return merged
+
+
+CHECKS = _collect(autograder.checks, "CHECKS")
+CATALOGUE = _collect(autograder.checks, "CATALOGUE")
+HIDDEN = _collect(autograder.hidden, "HIDDEN")
+
+
+def _buggy(exercise: str, mistake: Mistake):
+    """The exercise written with the mistake: the function itself, or the reference class
+    whose forward computes the mistake with the module's own parameters."""
+    reference = getattr(solutions, exercise)
+    if not isinstance(reference, type):
+        return mistake.compute
+    return type(
+        f"Buggy{exercise}", (reference,), {"forward": lambda self, *a, **kw: mistake.compute(self, *a, **kw)}
+    )
+
+
+def _stub(exercise: str):
+    reference = getattr(solutions, exercise)
+
+    def not_implemented(*args, **kwargs):
+        raise NotImplementedError()
+
+    if not isinstance(reference, type):
+        return not_implemented
+    return type(f"Stub{exercise}", (torch.nn.Module,), {"__init__": not_implemented})
+
+
+def _first_failure(exercise: str, implementation) -> str | None:
+    for check in CHECKS[exercise]:
+        try:
+            check(implementation)
+        except CheckFailure as failure:
+            return str(failure)
+    return None
+
+
+MISTAKE_CASES = [(e, m) for e, mistakes in CATALOGUE.items() for m in mistakes]
+
+
+def test_every_exercise_has_checks_mistakes_and_hidden_tests():
+    from autograder.lessons import EXERCISES
+
+    written = [e for lesson in EXERCISES.values() for e in lesson if e in CHECKS]
+    for exercise in written:
+        assert CATALOGUE.get(exercise), f"{exercise} has no catalogued mistakes"
+        assert HIDDEN.get(exercise), f"{exercise} has no hidden tests"
+
+
+@pytest.mark.parametrize("exercise", sorted(CHECKS))
+def test_reference_passes_every_check(exercise):
+    for check in CHECKS[exercise]:
+        check(getattr(solutions, exercise))
+    for hidden in HIDDEN[exercise]:
+        hidden(getattr(solutions, exercise))
+
+
+@pytest.mark.parametrize(
+    ("exercise", "mistake"), MISTAKE_CASES, ids=[f"{e}-{m.name}" for e, m in MISTAKE_CASES]
+)
+def test_mistake_is_caught_and_named(exercise, mistake):
+    message = _first_failure(exercise, _buggy(exercise, mistake))
+    assert message is not None, f"no visible check of {exercise} catches the mistake {mistake.name!r}"
+    assert mistake.hint in message, f"{mistake.name!r} got the wrong message: {message}"
+    for hidden in HIDDEN[exercise]:
+        try:
+            hidden(_buggy(exercise, mistake))
+        except CheckFailure:
+            break
+    else:
+        pytest.fail(f"the hidden tests of {exercise} accept the mistake {mistake.name!r}")
+
+
+@pytest.mark.parametrize("exercise", sorted(CHECKS))
+def test_stub_fails_with_not_implemented(exercise):
+    message = _first_failure(exercise, _stub(exercise))
+    assert message is not None and "is not implemented yet" in message, message
+    for hidden in HIDDEN[exercise]:
+        with pytest.raises(CheckFailure, match="is not implemented yet"):
+            hidden(_stub(exercise))
+
+
+ALTERNATIVE_CASES = [(e, alt) for e, alts in ALTERNATIVES.items() for alt in alts]
+
+
+@pytest.mark.parametrize(
+    ("exercise", "alternative"), ALTERNATIVE_CASES, ids=[f"{e}-{a.__name__}" for e, a in ALTERNATIVE_CASES]
+)
+def test_alternative_correct_implementation_passes(exercise, alternative):
+    for check in CHECKS[exercise]:
+        check(alternative)
+    for hidden in HIDDEN[exercise]:
+        hidden(alternative)
+
+
+def test_every_checked_exercise_has_two_alternatives():
+    for exercise in CHECKS:
+        assert len(ALTERNATIVES.get(exercise, [])) >= 2, f"{exercise} needs two alternative implementations"
