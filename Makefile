@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 # nbgrader runs `alembic` (and jupyter its kernels) from PATH: the venv's bin comes first.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup test lint lab notebooks bench
+.PHONY: setup test lint lab demo notebooks samples bench
 
 setup: $(VENV)/.installed
 
@@ -24,8 +24,18 @@ lint: setup
 test: setup lint
 	$(PY) -m pytest
 
+demo: setup
+	$(PY) -m autograder demo
+
 lab: setup
 	$(VENV)/bin/jupyter lab course/
+
+# After editing a lesson script or the reference package: rebuild notebooks, then samples.
+notebooks: setup
+	$(PY) -m autograder.build
+
+samples: setup
+	$(PY) -m autograder.make_samples
 
 bench: setup
 	$(PY) tests/benchmarks/bench_layers.py

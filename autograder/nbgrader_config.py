@@ -37,4 +37,10 @@ def course_config(workspace: Path, release: Path = COURSE, source: Path = SOURCE
     # Warnings printed to stderr by a correct solution must not zero a test cell.
     c.IgnorePattern.enabled = True
     c.IgnorePattern.pattern = r"\w*Warning: "
+    # Feedback shows the test cells without their hidden part: learners see what failed, not the answers.
+    c.GenerateFeedback.preprocessors = [
+        "nbgrader.preprocessors.GetGrades",
+        "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+        "nbgrader.preprocessors.ClearHiddenTests",
+    ]
     return c

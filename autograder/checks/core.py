@@ -8,6 +8,8 @@ whose message is written for the learner.
 """
 
 import contextlib
+import textwrap
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +20,21 @@ from autograder.checks.device import exact_matmul, tolerance
 
 
 class CheckFailure(AssertionError):
-    """A check failed. The message says what was expected, what was seen, and where to look."""
+    """A check failed. The message says what was expected, what was seen, and where to look.
+
+    In a notebook it shows as that message alone, not as a traceback through the
+    checks library; when the learner's own code crashed, the learner's frames follow.
+    """
+
+    def _render_traceback_(self) -> list[str]:  # IPython calls this to display the error
+        lines = textwrap.wrap(f"CheckFailure: {self}", width=100, subsequent_indent="    ")
+        cause = self.__cause__
+        if cause is not None and not isinstance(cause, NotImplementedError):
+            frames = traceback.extract_tb(cause.__traceback__)
+            learner = [frame for frame in frames if "autograder" not in frame.filename]
+            lines += ["", "Where your code raised it:"]
+            lines += traceback.format_list(learner[-3:]) + traceback.format_exception_only(cause)
+        return lines
 
 
 @dataclass(frozen=True)
@@ -56,9 +72,7 @@ def call(exercise: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> An
     except CheckFailure:
         raise
     except Exception as error:
-        raise CheckFailure(
-            f"{exercise} raised {type(error).__name__}: {error} (the traceback above shows the line)"
-        ) from error
+        raise CheckFailure(f"{exercise} raised {type(error).__name__}: {error} (where: see below)") from error
 
 
 @contextlib.contextmanager

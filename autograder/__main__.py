@@ -1,0 +1,113 @@
+"""The instructor's command line. Run `python -m autograder --help`.
+
+A typical week, from the repository root (the workspace defaults to ./workspace, untracked):
+
+    python -m autograder release 03_attention          # learners' notebook into course/, gradebook entry
+    python -m autograder collect --folder inbox/        # inbox/<student>/<lesson>/*.ipynb
+    python -m autograder collect --zip dl.zip --lesson 03_attention   # or an LMS download
+    python -m autograder autograde                      # every submission taken in
+    python -m autograder feedback                       # HTML per student and lesson
+    python -m autograder export                         # grades.csv, with totals
+    python -m autograder report                         # what could not be graded, and why
+
+    python -m autograder demo                           # all of it on the bundled samples
+"""
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from autograder import lessons
+from autograder.pipeline import Pipeline
+
+SAMPLES = Path(__file__).resolve().parent / "sample_submissions"
+
+
+def _print_problems(pipeline: Pipeline) -> None:
+    if not pipeline.problems:
+        print("No problems: every submission was graded as handed in.")
+        return
+    print(f"Problems ({len(pipeline.problems)}):")
+    for problem in pipeline.problems:
+        print(f"  - {problem.student} / {problem.lesson}: {problem.what}")
+
+
+def demo(workspace: Path) -> int:
+    """The whole pipeline on the bundled sample submissions, in a fresh scratch workspace."""
+    start = time.perf_counter()
+    shutil.rmtree(workspace, ignore_errors=True)
+    pipeline = Pipeline(workspace, release=workspace / "release")
+    names = sorted({p.name for p in SAMPLES.glob("*/*") if p.is_dir()}, key=lessons.LESSON_NAMES.index)
+    print(f"Demo workspace: {workspace}\nSample submissions: {SAMPLES}\n")
+    pipeline.release(names)
+    pipeline.collect_folder(SAMPLES)
+    pipeline.autograde()
+    print("feedback ...")
+    feedback = pipeline.feedback()
+    grades = pipeline.export(workspace / "grades.csv")
+    pipeline.save_problems()
+    graded = len(pipeline.scores())
+    elapsed = time.perf_counter() - start
+    print(f"\nScores (student x lesson):\n{pipeline.table()}\n")
+    _print_problems(pipeline)
+    print(f"\nFeedback: {len(feedback)} HTML files under {workspace / 'feedback'}")
+    print(f"Grades:   {grades}")
+    print(f"Graded {graded} notebooks in {elapsed:.0f} s ({elapsed / max(graded, 1):.1f} s per notebook).")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m autograder", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--workspace", type=Path, default=Path("workspace"), help="grading workspace")
+    steps = parser.add_subparsers(dest="step", required=True)
+    release = steps.add_parser("release", help="generate learners' notebooks into course/ and the gradebook")
+    release.add_argument("lessons", nargs="*", help="default: every lesson")
+    collect = steps.add_parser("collect", help="take in submissions from a folder or an LMS zip")
+    collect.add_argument("--folder", type=Path, help="a folder laid out <student>/<lesson>/*.ipynb")
+    collect.add_argument(
+        "--zip", type=Path, help="an LMS download, files named <student>_..._<notebook>.ipynb"
+    )
+    collect.add_argument("--lesson", help="the lesson of the zip's notebooks")
+    steps.add_parser("autograde", help="grade every submission taken in (one failure costs only itself)")
+    steps.add_parser("feedback", help="write HTML feedback per student and lesson")
+    export = steps.add_parser("export", help="write grades.csv (a row per student and lesson, and totals)")
+    export.add_argument("--out", type=Path, help="default: <workspace>/grades.csv")
+    steps.add_parser("report", help="list the submissions that could not be graded as handed in, and why")
+    demo_parser = steps.add_parser("demo", help="run everything on the bundled sample submissions")
+    demo_parser.add_argument("--into", type=Path, default=Path("workspace/demo"), help="scratch workspace")
+    args = parser.parse_args(argv)
+
+    if args.step == "demo":
+        return demo(args.into)
+    pipeline = Pipeline(args.workspace)
+    if args.step == "release":
+        pipeline.release(args.lessons or lessons.written_lessons())
+    elif args.step == "collect":
+        if bool(args.folder) == bool(args.zip) or (args.zip and not args.lesson):
+            parser.error("collect takes either --folder DIR, or --zip FILE with --lesson NAME")
+        if args.folder:
+            pipeline.collect_folder(args.folder)
+        else:
+            pipeline.collect_zip(args.zip, args.lesson)
+        print(f"{len(pipeline.submissions())} submissions in {pipeline.submitted}")
+    elif args.step == "autograde":
+        pipeline.autograde()
+    elif args.step == "feedback":
+        print("\n".join(str(path) for path in pipeline.feedback()))
+    elif args.step == "export":
+        print(pipeline.export(args.out or args.workspace / "grades.csv"))
+        print(pipeline.table())
+    pipeline.save_problems()
+    if args.step == "report":
+        print((args.workspace / "problems.csv").read_text())
+    else:
+        _print_problems(pipeline)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

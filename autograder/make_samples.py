@@ -1,0 +1,100 @@
+"""Write the bundled sample submissions: autograder/sample_submissions/<student>/<lesson>/.
+
+Each sample is a learner's notebook from course/ filled in as a learner would hand it in:
+
+    ada  every lesson, perfect (the reference code in each exercise cell)
+    ben  every lesson, with typical mistakes from the catalogue (MISTAKE_EDITS below)
+    cho  every lesson, the untouched stub
+    dev  03_attention, perfect, but one test cell deleted (nbgrader restores it)
+    eve  03_attention as a corrupt file (cut short), 01_embedding perfect
+    fay  03_attention, a correct solution that prints a warning while the tests run
+
+    python -m autograder.make_samples        # after changing a lesson or its exercises
+"""
+
+import inspect
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+
+import solutions
+from autograder import lessons
+
+SAMPLES = Path(__file__).resolve().parent / "sample_submissions"
+
+# lesson -> [(exercise, text in the reference code, what the learner wrote instead)]
+MISTAKE_EDITS = {
+    "03_attention": [
+        (
+            "scaled_dot_product_attention",
+            "scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)",
+            "scores = q @ k.transpose(-2, -1)",
+        ),
+    ],
+}
+DELETED_CELL = ("03_attention", "test_scaled_dot_product_attention_mask")
+WARNING_LINE = '    import warnings\n\n    warnings.warn("this could be faster", UserWarning, stacklevel=1)\n'
+
+
+def learner_code(exercise: str) -> str:
+    """The reference definition as a learner would write it: no solution markers."""
+    source = inspect.getsource(getattr(solutions, exercise))
+    return "\n".join(
+        line
+        for line in source.splitlines()
+        if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
+    )
+
+
+def filled(lesson: str, edits: list[tuple[str, str, str]] = (), warn: bool = False) -> nbformat.NotebookNode:
+    nb = nbformat.read(lessons.course_path(lesson), as_version=4)
+    for cell in nb.cells:
+        exercise = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if not cell.metadata.get("nbgrader", {}).get("solution"):
+            continue
+        code = learner_code(exercise)
+        for target, old, new in edits:
+            if target == exercise:
+                if old not in code:
+                    raise ValueError(
+                        f"{lesson}/{exercise}: the mistake edit's text {old!r} is not in the reference"
+                    )
+                code = code.replace(old, new)
+        if warn:
+            head, _, body = code.partition('    """\n')  # after the docstring
+            code = head + '    """\n' + WARNING_LINE + body
+        cell.source = code
+    return nb
+
+
+def _write(student: str, lesson: str, nb: nbformat.NotebookNode) -> Path:
+    path = SAMPLES / student / lesson / lessons.notebook_name(lesson)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    return path
+
+
+def main() -> int:
+    shutil.rmtree(SAMPLES, ignore_errors=True)
+    written = [lesson for lesson in lessons.written_lessons() if lessons.course_path(lesson).exists()]
+    for lesson in written:
+        _write("ada", lesson, filled(lesson))
+        _write("ben", lesson, filled(lesson, MISTAKE_EDITS.get(lesson, [])))
+        _write("cho", lesson, nbformat.read(lessons.course_path(lesson), as_version=4))
+    lesson, cell_id = DELETED_CELL
+    nb = filled(lesson)
+    nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") != cell_id]
+    _write("dev", lesson, nb)
+    corrupt = _write("eve", "03_attention", filled("03_attention"))
+    corrupt.write_text(corrupt.read_text()[:2000])  # cut short, as by a failed upload
+    if "01_embedding" in written:
+        _write("eve", "01_embedding", filled("01_embedding"))
+    _write("fay", "03_attention", filled("03_attention", warn=True))
+    print(f"wrote {len(list(SAMPLES.glob('*/*/*.ipynb')))} sample notebooks into {SAMPLES}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

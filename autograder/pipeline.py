@@ -1,0 +1,221 @@
+"""The instructor's pipeline on top of nbgrader: release, collect, autograde, feedback, export.
+
+Each step is a method of ``Pipeline``, which holds one grading workspace (gradebook,
+submitted/, autograded/, feedback/), outside the repository's tracked tree. Nothing
+here re-implements grading: the steps call nbgrader's API with the course's
+configuration (autograder/nbgrader_config.py) and add what 200 real submissions need:
+a corrupt notebook is reported and skipped without touching the student's other
+lessons, a failed grading run is reported with its reason, and progress is printed.
+"""
+
+import csv
+import logging
+import re
+import shutil
+import time
+import warnings
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import sqlalchemy.exc
+from nbformat.warnings import MissingIDFieldWarning
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.apps import NbGraderAPI
+
+from autograder import lessons
+from autograder.nbgrader_config import course_config
+
+# An LMS download names each file <student>_<anything>_<notebook>.ipynb (nbgrader's zip_collect idea).
+LMS_NAME = re.compile(r"^(?P<student>[A-Za-z0-9.\-]+)_(?:.*_)?(?P<notebook>[A-Za-z0-9_]+\.ipynb)$")
+
+
+# nbgrader's gradebook and older notebooks warn about things that do not affect the grades.
+warnings.filterwarnings("ignore", category=sqlalchemy.exc.SAWarning)
+warnings.filterwarnings("ignore", category=MissingIDFieldWarning)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A submission that could not be graded as handed in, and why."""
+
+    student: str
+    lesson: str
+    what: str
+
+
+def _readable(path: Path) -> str | None:
+    """None when the file is a valid notebook, else the reason it is not."""
+    try:
+        nbformat.validate(nbformat.read(path, as_version=4))
+    except Exception as error:  # json, nbformat and encoding errors alike
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        return f"{path.name} is not a valid notebook ({type(error).__name__}: {reason[:160]}); not graded"
+    return None
+
+
+class Pipeline:
+    def __init__(self, workspace: Path, release: Path = lessons.COURSE, log=print):
+        self.workspace = workspace.resolve()
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        self.release_dir = release
+        self.api = NbGraderAPI(config=course_config(self.workspace, release=release))
+        self.api.log.setLevel(logging.ERROR)  # failures are reported below, with the submission named
+        self.problems: list[Problem] = []
+        self.log = log
+
+    @property
+    def submitted(self) -> Path:
+        return self.workspace / "submitted"
+
+    def _check(self, result: dict, step: str) -> bool:
+        if not result["success"]:
+            self.log(f"  {step} failed: {(result.get('error') or result.get('log') or '')[-800:]}")
+        return bool(result["success"])
+
+    def release(self, names: list[str]) -> None:
+        """Generate learners' notebooks into the release folder and record the lessons in the gradebook."""
+        for lesson in names:
+            self.log(f"release {lesson}")
+            if not self._check(self.api.generate_assignment(lesson, force=True, create=True), "release"):
+                raise RuntimeError(f"could not release {lesson}")
+
+    def collect_folder(self, folder: Path) -> None:
+        """Take in ``folder/<student>/<lesson>/*.ipynb``; corrupt notebooks are reported and left out."""
+        for notebook in sorted(folder.glob("*/*/*.ipynb")):
+            lesson, student = notebook.parent.name, notebook.parent.parent.name
+            self._take(student, lesson, notebook)
+
+    def collect_zip(self, archive: Path, lesson: str) -> None:
+        """Take in an LMS download for one lesson: files named <student>_..._<notebook>.ipynb."""
+        with zipfile.ZipFile(archive) as bundle:
+            for member in bundle.namelist():
+                match = LMS_NAME.match(Path(member).name)
+                if match is None:
+                    if member.endswith(".ipynb"):
+                        self.problems.append(Problem("?", lesson, f"{member}: no student id in the name"))
+                    continue
+                target = self.workspace / "unzipped" / match["student"] / lesson / match["notebook"]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(bundle.read(member))
+                self._take(match["student"], lesson, target)
+
+    def _take(self, student: str, lesson: str, notebook: Path) -> None:
+        if lesson not in lessons.LESSON_NAMES:
+            self.problems.append(Problem(student, lesson, f"{notebook.name}: unknown lesson {lesson!r}"))
+            return
+        reason = _readable(notebook)
+        if reason is not None:
+            self.problems.append(Problem(student, lesson, reason))
+            return
+        target = self.submitted / student / lesson / notebook.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(notebook, target)
+
+    def save_problems(self) -> Path:
+        """problems.csv in the workspace: what could not be graded as handed in, and why."""
+        path = self.workspace / "problems.csv"
+        known = set()
+        if path.exists():
+            with path.open() as handle:
+                known = {Problem(*row) for row in list(csv.reader(handle))[1:]}
+        with path.open("w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["student", "lesson", "problem"])
+            for problem in sorted(known | set(self.problems), key=lambda p: (p.student, p.lesson, p.what)):
+                writer.writerow([problem.student, problem.lesson, problem.what])
+        return path
+
+    def submissions(self) -> list[tuple[str, str]]:
+        """(lesson, student) pairs taken in, in course order."""
+        pairs = [(p.name, p.parent.name) for p in self.submitted.glob("*/*") if p.is_dir()]
+        return sorted(pairs, key=lambda pair: (lessons.LESSON_NAMES.index(pair[0]), pair[1]))
+
+    def _deleted_test_cells(self, lesson: str, student: str) -> list[str]:
+        source = nbformat.read(lessons.source_path(lesson), as_version=4)
+        wanted = [
+            c.metadata.nbgrader["grade_id"] for c in source.cells if c.metadata["nbgrader"].get("grade")
+        ]
+        folder = self.submitted / student / lesson
+        present = {
+            c.metadata.get("nbgrader", {}).get("grade_id")
+            for path in folder.glob("*.ipynb")
+            for c in nbformat.read(path, as_version=4).cells
+        }
+        return [grade_id for grade_id in wanted if grade_id not in present]
+
+    def autograde(self) -> None:
+        """Grade every submission taken in; one that fails costs only itself."""
+        pairs = self.submissions()
+        for index, (lesson, student) in enumerate(pairs, 1):
+            start = time.perf_counter()
+            deleted = self._deleted_test_cells(lesson, student)
+            if deleted:
+                restored = ", ".join(deleted)
+                self.problems.append(
+                    Problem(student, lesson, f"deleted test cells restored and graded: {restored}")
+                )
+            ok = self._check(self.api.autograde(lesson, student, force=True, create=True), "autograde")
+            if not ok:
+                self.problems.append(Problem(student, lesson, "autograding failed (see the log above)"))
+            self.log(
+                f"[{index}/{len(pairs)}] autograde {lesson} / {student}: {time.perf_counter() - start:.1f} s"
+            )
+
+    def feedback(self) -> list[Path]:
+        """HTML feedback for every graded submission; returns the files written."""
+        for lesson, student in self.submissions():
+            self._check(self.api.generate_feedback(lesson, student, force=True), "feedback")
+        return sorted((self.workspace / "feedback").glob("*/*/*.html"))
+
+    def scores(self) -> dict[tuple[str, str], tuple[float, float]]:
+        """(student, lesson) -> (score, max_score) for every graded submission."""
+        found = {}
+        with Gradebook(
+            f"sqlite:///{self.workspace / 'gradebook.db'}", course_id=self.api.coursedir.course_id
+        ) as gb:
+            for lesson, student in self.submissions():
+                try:
+                    submission = gb.find_submission(lesson, student)
+                except MissingEntry:
+                    continue
+                found[(student, lesson)] = (submission.score, submission.max_score)
+        return found
+
+    def export(self, path: Path) -> Path:
+        """grades.csv: one row per student and lesson, then one total row per student."""
+        scores = self.scores()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["student", "lesson", "score", "max_score"])
+            for (student, lesson), (score, most) in sorted(scores.items()):
+                writer.writerow([student, lesson, f"{score:g}", f"{most:g}"])
+            for student in sorted({student for student, _ in scores}):
+                mine = [value for (who, _), value in scores.items() if who == student]
+                writer.writerow(
+                    [student, "TOTAL", f"{sum(s for s, _ in mine):g}", f"{sum(m for _, m in mine):g}"]
+                )
+        return path
+
+    def table(self) -> str:
+        """Students x lessons, 'score/max' in each cell, '-' where nothing was graded."""
+        scores = self.scores()
+        students = sorted({student for student, _ in scores} | {p.student for p in self.problems})
+        graded = {lesson for _, lesson in scores}
+        names = [lesson for lesson in lessons.LESSON_NAMES if lesson in graded]
+        header = ["student", *[lesson.split("_", 1)[0] for lesson in names], "total"]
+        rows = [header]
+        for student in students:
+            cells = [scores.get((student, lesson)) for lesson in names]
+            total = sum(c[0] for c in cells if c), sum(c[1] for c in cells if c)
+            rows.append(
+                [student, *[f"{c[0]:g}/{c[1]:g}" if c else "-" for c in cells], f"{total[0]:g}/{total[1]:g}"]
+            )
+        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+        lines = [
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in rows
+        ]
+        legend = "lessons: " + ", ".join(names)
+        return "\n".join([*lines, legend])

@@ -1,0 +1,131 @@
+"""End to end: the instructor's pipeline on the bundled sample submissions.
+
+Runs `python -m autograder demo` once into a scratch workspace and asserts the exact
+score of every graded cell of every sample, the problems reported, the hints in the
+feedback, and grades.csv.
+"""
+
+import csv
+import html
+import subprocess
+import sys
+
+import nbformat
+import pytest
+from nbgrader.api import Gradebook
+
+from autograder import lessons
+from autograder.make_samples import MISTAKE_EDITS, SAMPLES
+from autograder.nbgrader_config import COURSE_ID
+
+SAMPLE_LESSONS = sorted({p.name for p in SAMPLES.glob("*/*") if p.is_dir()}, key=lessons.LESSON_NAMES.index)
+
+# ben's typical mistakes: the test cells they fail (every other cell scores full points),
+# and the hint each failure must carry in the feedback.
+BEN_FAILS = {
+    "03_attention": {
+        "cells": [
+            "test_scaled_dot_product_attention_values",
+            "test_scaled_dot_product_attention_mask",
+            "test_scaled_dot_product_attention_fully_masked",
+        ],
+        "hints": ["no scaling. The scores are not scaled: divide q kᵀ by sqrt(d_k) before the softmax."],
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    workspace = tmp_path_factory.mktemp("demo")
+    result = subprocess.run(
+        [sys.executable, "-m", "autograder", "demo", "--into", str(workspace)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return workspace, result.stdout
+
+
+def _test_points(lesson: str) -> dict[str, float]:
+    source = nbformat.read(lessons.source_path(lesson), as_version=4)
+    return {
+        c.metadata.nbgrader["grade_id"]: c.metadata.nbgrader["points"]
+        for c in source.cells
+        if c.metadata.nbgrader.get("grade")
+    }
+
+
+def _cell_scores(workspace, student: str, lesson: str) -> dict[str, float]:
+    notebook = lessons.notebook_name(lesson).removesuffix(".ipynb")
+    with Gradebook(f"sqlite:///{workspace / 'gradebook.db'}", course_id=COURSE_ID) as gb:
+        submission = gb.find_submission_notebook(notebook, lesson, student)
+        return {grade.name: grade.score for grade in submission.grades}
+
+
+def _expected(student: str, lesson: str) -> dict[str, float]:
+    points = _test_points(lesson)
+    if student == "cho":
+        return dict.fromkeys(points, 0.0)
+    if student == "ben":
+        return {cell: 0.0 if cell in BEN_FAILS[lesson]["cells"] else p for cell, p in points.items()}
+    return points
+
+
+GRADED = (
+    [(s, lesson) for s in ("ada", "ben", "cho") for lesson in SAMPLE_LESSONS]
+    + [
+        ("dev", "03_attention"),
+        ("fay", "03_attention"),
+    ]
+    + ([("eve", "01_embedding")] if "01_embedding" in SAMPLE_LESSONS else [])
+)
+
+
+def test_every_lesson_with_samples_has_ben_mistakes():
+    assert set(BEN_FAILS) == set(MISTAKE_EDITS) == set(SAMPLE_LESSONS)
+
+
+@pytest.mark.parametrize(("student", "lesson"), GRADED)
+def test_every_cell_scores_exactly_as_expected(demo, student, lesson):
+    workspace, _ = demo
+    assert _cell_scores(workspace, student, lesson) == _expected(student, lesson)
+
+
+def test_corrupt_notebook_is_reported_and_the_rest_still_graded(demo):
+    workspace, output = demo
+    assert "eve / 03_attention: attention.ipynb is not a valid notebook (NotJSONError" in output
+    assert not (workspace / "autograded" / "eve" / "03_attention").exists()
+    problems = list(csv.reader((workspace / "problems.csv").open()))
+    assert [
+        "dev",
+        "03_attention",
+        "deleted test cells restored and graded: test_scaled_dot_product_attention_mask",
+    ] in (problems)
+
+
+@pytest.mark.parametrize("lesson", SAMPLE_LESSONS)
+def test_feedback_names_each_typical_mistake(demo, lesson):
+    workspace, _ = demo
+    page = html.unescape(
+        (workspace / "feedback" / "ben" / lesson / lessons.notebook_name(lesson))
+        .with_suffix(".html")
+        .read_text()
+    )
+    for hint in BEN_FAILS[lesson]["hints"]:
+        assert hint in " ".join(page.split()), f"feedback for ben/{lesson} lacks the hint {hint!r}"
+    assert "BEGIN HIDDEN TESTS" not in page and "autograder.hidden" not in page
+
+
+def test_grades_csv_has_a_row_per_submission_and_totals(demo):
+    workspace, output = demo
+    rows = list(csv.DictReader((workspace / "grades.csv").open()))
+    graded = {(r["student"], r["lesson"]) for r in rows if r["lesson"] != "TOTAL"}
+    assert graded == set(GRADED)
+    ada_total = next(r for r in rows if r["student"] == "ada" and r["lesson"] == "TOTAL")
+    assert (
+        float(ada_total["score"])
+        == float(ada_total["max_score"])
+        == sum(sum(_test_points(lesson).values()) for lesson in SAMPLE_LESSONS)
+    )
+    assert "Scores (student x lesson)" in output and "s per notebook" in output
