@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     collect = steps.add_parser("collect", help="take in submissions from a folder or an LMS zip")
     collect.add_argument("--folder", type=Path, help="a folder laid out <student>/<lesson>/*.ipynb")
     collect.add_argument(
-        "--zip", type=Path, help="an LMS download, files named <student>_..._<notebook>.ipynb"
+        "--zip", type=Path, help="an LMS download (Blackboard names, or <student>_<notebook>.ipynb)"
     )
     collect.add_argument("--lesson", help="the lesson of the zip's notebooks")
     steps.add_parser("autograde", help="grade every submission taken in (one failure costs only itself)")

@@ -27,8 +27,13 @@ from nbgrader.apps import NbGraderAPI
 from autograder import lessons
 from autograder.nbgrader_config import course_config
 
-# An LMS download names each file <student>_<anything>_<notebook>.ipynb (nbgrader's zip_collect idea).
-LMS_NAME = re.compile(r"^(?P<student>[A-Za-z0-9.\-]+)_(?:.*_)?(?P<notebook>[A-Za-z0-9_]+\.ipynb)$")
+# How an LMS download names each file, tried in order: Blackboard's
+# <assignment>_<student>_attempt_<timestamp>_<notebook>.ipynb (the example in nbgrader's
+# zip_collect docs), then a plain <student>_<notebook>.ipynb.
+LMS_NAMES = [
+    re.compile(r"^.+?_(?P<student>[A-Za-z0-9.\-]+)_attempt_[0-9\-]+_(?P<notebook>[A-Za-z0-9_]+\.ipynb)$"),
+    re.compile(r"^(?P<student>[A-Za-z0-9.\-]+)_(?P<notebook>[A-Za-z0-9_]+\.ipynb)$"),
+]
 
 
 # nbgrader's gradebook and older notebooks warn about things that do not affect the grades.
@@ -88,10 +93,10 @@ class Pipeline:
             self._take(student, lesson, notebook)
 
     def collect_zip(self, archive: Path, lesson: str) -> None:
-        """Take in an LMS download for one lesson: files named <student>_..._<notebook>.ipynb."""
+        """Take in an LMS download for one lesson (file names as in LMS_NAMES)."""
         with zipfile.ZipFile(archive) as bundle:
             for member in bundle.namelist():
-                match = LMS_NAME.match(Path(member).name)
+                match = next(filter(None, (name.match(Path(member).name) for name in LMS_NAMES)), None)
                 if match is None:
                     if member.endswith(".ipynb"):
                         self.problems.append(Problem("?", lesson, f"{member}: no student id in the name"))
