@@ -138,8 +138,8 @@ for ax, mask, title in zip(axes, (None, causal), ("no mask", "causal mask"), str
     ax.set_xticks(range(len(words)), words)
     ax.set_yticks(range(len(words)), words)
     ax.set_xlabel("key")
-    ax.set_ylabel("query")
     ax.set_title(f"attention weights, {title}")
+axes[0].set_ylabel("query")
 fig.colorbar(image, ax=axes, shrink=0.8);
 # %% [markdown]
 # ## Why divide by $\sqrt{d_k}$?
@@ -160,16 +160,16 @@ print(f"{'d_k':>5} {'var(q.k)':>10} {'var scaled':>11} {'max weight':>11} {'max 
 for size in (4, 16, 64, 256, 1024):
     qs, ks = torch.randn(2000, size), torch.randn(2000, size)
     dots = (qs * ks).sum(-1)  # 2000 independent dot products
-    row = torch.randn(64, size) @ torch.randn(size)  # one query against 64 keys
-    top = torch.softmax(row, -1).max()
-    top_scaled = torch.softmax(row / math.sqrt(size), -1).max()
+    rows = torch.randn(200, size) @ torch.randn(size, 64)  # 200 queries, each against 64 keys
+    top = torch.softmax(rows, -1).amax(-1).mean()  # the largest weight of a row, on average
+    top_scaled = torch.softmax(rows / math.sqrt(size), -1).amax(-1).mean()
     scaled_var = (dots / math.sqrt(size)).var()
     print(f"{size:>5} {dots.var():>10.0f} {scaled_var:>11.2f} {top:>11.2f} {top_scaled:>11.2f}")
 
 # %% [markdown]
-# The variance of the raw dot product grows like $d_k$ while the scaled one stays near
-# 1. The largest of 64 unscaled weights climbs towards 1 (a one-hot softmax), while
-# the scaled weights stay spread out.
+# The variance of the raw dot product grows like $d_k$ while the scaled one stays near 1.
+# The largest of 64 unscaled weights, averaged over 200 queries, climbs towards 1 (a
+# one-hot softmax), while the scaled weights stay spread out.
 #
 # ## Why separate $W_Q$ and $W_K$?
 #
