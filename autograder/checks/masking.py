@@ -1,0 +1,375 @@
+"""Checks for lesson 04: causal_mask, padding_mask and decoder_mask (bool, True = may attend).
+
+Oracles: PyTorch's own mask conventions, turned into ours. ``nn.Transformer.
+generate_square_subsequent_mask`` is a float mask with -inf where attending is not
+allowed (so ``== 0`` is our causal mask), and ``nn.MultiheadAttention``'s
+``key_padding_mask`` is True at padding (so its negation is our padding mask).
+
+Inputs: B = 3 rows with different amounts of padding (none, 2, 4 pad tokens), T = 6,
+and in the value checks pad_id = 2 with real tokens equal to 0, so a pad id
+hard-coded to 0 shows. A mask is compared in this order: dtype (must be bool),
+shape (each known shape mistake is named, with what broadcasting would do with
+it), then the entries (each known mistake named, also when broadcast to the full shape).
+"""
+
+import torch
+from torch import nn
+
+from autograder.checks.core import (
+    CheckFailure,
+    Mistake,
+    call,
+    expect_device,
+    expect_tensor,
+    mistake_outputs,
+    passed,
+    shape_text,
+    unchanged,
+)
+from autograder.checks.device import DEVICE
+
+CAUSAL, PADDING, DECODER = "causal_mask", "padding_mask", "decoder_mask"
+CAUSAL_LETTERS, PADDING_LETTERS, DECODER_LETTERS = "[T, T]", "[B, 1, 1, T]", "[B, 1, T, T]"
+
+# Tokens: three rows with none, 2 and 4 pad tokens. With pad id 0 (the shape checks)
+# and with pad id 2 (the value checks), where 0 is an ordinary token.
+TOKENS_PAD_0 = [[5, 3, 7, 3, 8, 4], [6, 3, 1, 9, 0, 0], [4, 7, 0, 0, 0, 0]]
+TOKENS_PAD_2 = [[5, 0, 7, 3, 0, 4], [6, 3, 0, 9, 2, 2], [4, 0, 2, 2, 2, 2]]
+
+
+def tokens_tensor(rows: list[list[int]]) -> torch.Tensor:
+    return torch.tensor(rows, dtype=torch.long, device=DEVICE)
+
+
+# ---------------------------------------------------------------- the oracles
+
+
+def expected_causal(size: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """PyTorch's causal mask (float, -inf = blocked, 0 = allowed) in our convention."""
+    return nn.Transformer.generate_square_subsequent_mask(size, device=device) == 0
+
+
+def expected_padding(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """nn.MultiheadAttention's key_padding_mask (True = padding) negated, shaped [B, 1, 1, T]."""
+    key_padding_mask = tokens == pad_id  # [B, T], PyTorch's convention
+    return (~key_padding_mask)[:, None, None, :]
+
+
+def expected_decoder(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """What nn.TransformerDecoder gets as tgt_mask and tgt_key_padding_mask, in one mask [B, 1, T, T]."""
+    size = tokens.size(1)
+    return expected_padding(tokens, pad_id) & expected_causal(size, tokens.device)[None, None]
+
+
+# ---------------------------------------------------------------- the known mistakes
+
+
+def _ones(size: int, device, dtype=torch.bool) -> torch.Tensor:
+    return torch.ones(size, size, dtype=dtype, device=device)
+
+
+CAUSAL_MISTAKES = [
+    Mistake(
+        "upper triangle (the mask transposed)",
+        "Your mask keeps the upper triangle, so each query sees the future and not the past. Row i "
+        "is query i and column j is key j: keep j <= i, the lower triangle (torch.tril).",
+        lambda size, device=None: _ones(size, device).triu(),
+    ),
+    Mistake(
+        "diagonal excluded",
+        "Your mask blocks the diagonal: a query must be allowed to attend to its own position "
+        "(key j == query i). Use torch.tril with the default diagonal=0, or j <= i rather than j < i.",
+        lambda size, device=None: _ones(size, device).tril(diagonal=-1),
+    ),
+    Mistake(
+        "inverted (True = blocked)",
+        "Your mask is inverted: it is True on the future keys. In this course True means 'may "
+        "attend', so the mask is True where key j <= query i.",
+        lambda size, device=None: _ones(size, device).triu(diagonal=1),
+    ),
+    Mistake(
+        "float mask instead of bool",
+        "Your mask holds floats (torch.ones(...) makes float32 unless told otherwise): masks are "
+        "boolean here, so create it with dtype=torch.bool or build it from a comparison such as j <= i.",
+        lambda size, device=None: _ones(size, device, torch.float32).tril(),
+    ),
+    Mistake(
+        "integer mask instead of bool",
+        "Your mask holds integers, not booleans: `~` on an integer mask flips bits (~1 == -2) instead "
+        "of True/False. Create it with dtype=torch.bool or build it from a comparison such as j <= i.",
+        lambda size, device=None: _ones(size, device, torch.long).tril(),
+    ),
+]
+
+
+def _pad_hint(shape: str, why: str) -> str:
+    return (
+        f"Your mask has shape {shape}. Broadcasting lines shapes up from the right, so against the "
+        f"scores [B, h, T_q, T_k] {why} Add the two singleton axes in the middle: "
+        "(tokens != pad_id)[:, None, None, :] has shape [B, 1, 1, T]."
+    )
+
+
+PADDING_MISTAKES = [
+    Mistake(
+        "inverted (tokens == pad_id)",
+        "Your mask is True at the padding: it is inverted. True means 'may attend', so keep the real "
+        "tokens: tokens != pad_id.",
+        lambda tokens, pad_id: (tokens == pad_id)[:, None, None, :],
+    ),
+    Mistake(
+        "pad_id hard-coded to 0",
+        "Your mask compares the tokens with 0, not with the pad_id argument: padding is not always "
+        "token 0 (the checks also use other pad ids, where 0 is an ordinary word). Use tokens != pad_id.",
+        lambda tokens, pad_id: (tokens != 0)[:, None, None, :],
+    ),
+    Mistake(
+        "shape [B, T]",
+        _pad_hint(
+            "[B, T]",
+            "its B axis would meet T_q and its T axis T_k: an error, or worse, a wrong mask when B == T_q.",
+        ),
+        lambda tokens, pad_id: tokens != pad_id,
+    ),
+    Mistake(
+        "shape [B, 1, T]",
+        _pad_hint("[B, 1, T]", "its B axis would meet the heads h: an error, or a wrong mask when B == h."),
+        lambda tokens, pad_id: (tokens != pad_id)[:, None, :],
+    ),
+    Mistake(
+        "shape [B, T, 1, 1]",
+        _pad_hint(
+            "[B, T, 1, 1]",
+            "its T axis would meet the heads h and block whole heads, not keys: the key axis must come last.",
+        ),
+        lambda tokens, pad_id: (tokens != pad_id)[:, :, None, None],
+    ),
+    Mistake(
+        "wrong dtype (not bool)",
+        "Your mask is not boolean (a .long(), .int() or .float() turned it into numbers): masks are "
+        "boolean here, and tokens != pad_id already is one; drop the conversion.",
+        lambda tokens, pad_id: (tokens != pad_id).long()[:, None, None, :],
+    ),
+]
+
+
+def _causal_for(tokens: torch.Tensor) -> torch.Tensor:
+    return expected_causal(tokens.size(1), tokens.device)
+
+
+DECODER_MISTAKES = [
+    Mistake(
+        "causal only (padding forgotten)",
+        "Your mask is the causal mask alone: the padding is forgotten, so queries still attend to pad "
+        "tokens. Combine both: padding_mask(tokens, pad_id) & causal_mask(T, tokens.device).",
+        lambda tokens, pad_id: _causal_for(tokens),
+    ),
+    Mistake(
+        "padding only (causal forgotten)",
+        "Your mask is the padding mask alone: the causal part is forgotten, so each query sees the "
+        "future tokens. Combine both: padding_mask(tokens, pad_id) & causal_mask(T, tokens.device).",
+        lambda tokens, pad_id: expected_padding(tokens, pad_id),
+    ),
+    Mistake(
+        "OR instead of AND",
+        "Your mask lets a query attend where either mask allows it (|). A key must be allowed by both "
+        "masks, not padding AND not in the future: combine them with &.",
+        lambda tokens, pad_id: expected_padding(tokens, pad_id) | _causal_for(tokens),
+    ),
+    Mistake(
+        "padding applied to the queries (rows)",
+        "Your mask blocks the rows of the pad positions (queries) instead of their columns (keys): "
+        "the padding mask must have its T axis last, [B, 1, 1, T], so that it hides pad keys from "
+        "every query.",
+        lambda tokens, pad_id: (tokens != pad_id)[:, None, :, None] & _causal_for(tokens),
+    ),
+    Mistake(
+        "pad_id hard-coded to 0",
+        "Your mask compares the tokens with 0, not with the pad_id argument: padding is not always "
+        "token 0 (the checks also use other pad ids, where 0 is an ordinary word). Use tokens != pad_id.",
+        lambda tokens, pad_id: expected_decoder(tokens, 0),
+    ),
+    Mistake(
+        "shape [B, T, T] (no head axis)",
+        "Your mask has shape [B, T, T]: against the scores [B, h, T, T] its B axis would meet the "
+        "heads h. Keep the head axis: a padding mask [B, 1, 1, T] & a causal mask [T, T] gives [B, 1, T, T].",
+        lambda tokens, pad_id: (tokens != pad_id)[:, None, :] & _causal_for(tokens),
+    ),
+]
+
+
+# ---------------------------------------------------------------- comparing masks
+
+
+def _describe(value: bool) -> str:
+    return f"{value} ({'may attend' if value else 'blocked'})"
+
+
+def compare_mask(
+    exercise: str,
+    actual,
+    expected: torch.Tensor,
+    letters: str,
+    mistakes: list[tuple[Mistake, object]],
+    rule: str,
+) -> None:
+    """Compare a mask with the expected one: dtype, then shape, then entries, naming known mistakes.
+
+    ``rule`` says in words where the mask is True; it ends the message about wrong entries.
+    """
+    actual = expect_tensor(exercise, "the mask", actual)
+    outputs = [(m, o) for m, o in mistakes if isinstance(o, torch.Tensor)]
+    if actual.dtype != torch.bool:
+        wrong_dtype = [(m, o) for m, o in outputs if o.dtype != torch.bool]
+        same_kind = [m for m, o in wrong_dtype if o.is_floating_point() == actual.is_floating_point()]
+        same_dtype = [m for m, o in wrong_dtype if o.dtype == actual.dtype]
+        named = same_dtype + same_kind + [m for m, _ in wrong_dtype]
+        hint = named[0].hint if named else "Masks are boolean here: build them from a comparison."
+        raise CheckFailure(
+            f"{exercise}: expected a boolean mask (dtype torch.bool), got {actual.dtype}. {hint}"
+        )
+    if actual.shape != expected.shape:
+        named = next((m for m, o in outputs if o.shape == actual.shape), None)
+        start = (
+            f"{exercise}: expected a mask of shape {shape_text(letters, expected.shape)}, "
+            f"got {list(actual.shape)}"
+        )
+        if named is not None:
+            raise CheckFailure(f"{start}: a known mistake, {named.name}. {named.hint}")
+        raise CheckFailure(
+            f"{start}. The shape decides which axis of the scores [B, h, T_q, T_k] each axis of the mask "
+            "meets when they broadcast (shapes line up from the right)."
+        )
+    expected = expected.to(actual.device)
+    if torch.equal(actual, expected):
+        return
+    for mistake, output in outputs:
+        if output.dtype != torch.bool:
+            continue
+        try:
+            full = output.to(actual.device).expand(expected.shape)  # a mistake broadcast to the full shape
+        except RuntimeError:
+            continue
+        if torch.equal(actual, full):
+            raise CheckFailure(mistake.message(exercise))
+    wrong = (actual != expected).nonzero()
+    first = tuple(wrong[0].tolist())
+    raise CheckFailure(
+        f"{exercise}: the mask has the right shape {letters} but {len(wrong)} of {actual.numel()} "
+        f"entries are wrong, the first at index {list(first)}: expected {_describe(bool(expected[first]))}, "
+        f"got {_describe(bool(actual[first]))}. {rule}"
+    )
+
+
+CAUSAL_RULE = "Row i is query i, column j is key j, and the mask is True exactly where j <= i."
+PADDING_RULE = "The mask is True exactly where the token is not pad_id."
+DECODER_RULE = "Entry [b, 0, i, j] is True exactly where key j <= query i and token j of row b is not pad_id."
+
+
+def compare_causal(fn, size: int, expected: torch.Tensor | None = None) -> torch.Tensor:
+    """The learner's causal_mask(size, device=DEVICE) against ``expected`` (default: PyTorch's)."""
+    actual = call(CAUSAL, fn, size, device=DEVICE)
+    expected = expected_causal(size, DEVICE) if expected is None else expected
+    mistakes = mistake_outputs(CAUSAL_MISTAKES, size, DEVICE)
+    compare_mask(CAUSAL, actual, expected, CAUSAL_LETTERS, mistakes, CAUSAL_RULE)
+    expect_device(CAUSAL, "the mask", actual, DEVICE)
+    return actual
+
+
+def _run_tokens(exercise: str, fn, tokens: torch.Tensor, pad_id: int):
+    with unchanged(exercise, tokens=tokens):
+        return call(exercise, fn, tokens, pad_id)
+
+
+def compare_padding(fn, tokens: torch.Tensor, pad_id: int, expected: torch.Tensor | None = None) -> None:
+    """The learner's padding_mask(tokens, pad_id) against ``expected`` (default: PyTorch's)."""
+    actual = _run_tokens(PADDING, fn, tokens, pad_id)
+    expected = expected_padding(tokens, pad_id) if expected is None else expected
+    mistakes = mistake_outputs(PADDING_MISTAKES, tokens, pad_id)
+    compare_mask(PADDING, actual, expected, PADDING_LETTERS, mistakes, PADDING_RULE)
+    expect_device(PADDING, "the mask", actual, tokens.device)
+
+
+def compare_decoder(fn, tokens: torch.Tensor, pad_id: int, expected: torch.Tensor | None = None) -> None:
+    """The learner's decoder_mask(tokens, pad_id) against ``expected`` (default: PyTorch's)."""
+    actual = _run_tokens(DECODER, fn, tokens, pad_id)
+    expected = expected_decoder(tokens, pad_id) if expected is None else expected
+    mistakes = mistake_outputs(DECODER_MISTAKES, tokens, pad_id)
+    compare_mask(DECODER, actual, expected, DECODER_LETTERS, mistakes, DECODER_RULE)
+    expect_device(DECODER, "the mask", actual, tokens.device)
+
+
+def _check_form(exercise, actual, expected_shape, letters, mistakes, device) -> None:
+    """Only the form of a mask: a tensor, boolean, of the expected shape, on the inputs' device."""
+    actual = expect_tensor(exercise, "the mask", actual)
+    dummy = torch.zeros(expected_shape, dtype=torch.bool, device=actual.device)
+    if actual.dtype != torch.bool or actual.shape != dummy.shape:
+        compare_mask(exercise, actual, dummy, letters, mistakes, "")
+    if device is not None:
+        expect_device(exercise, "the mask", actual, device)
+
+
+# ---------------------------------------------------------------- the checks
+
+
+def check_causal_mask_shape(fn) -> None:
+    """causal_mask(T) is a boolean [T, T] tensor."""
+    size = 6
+    actual = call(CAUSAL, fn, size)
+    mistakes = mistake_outputs(CAUSAL_MISTAKES, size, None)
+    _check_form(CAUSAL, actual, (size, size), CAUSAL_LETTERS, mistakes, None)
+    passed(f"{CAUSAL}({size}) is a boolean mask of shape [T, T] = [{size}, {size}]")
+
+
+def check_causal_mask_values(fn) -> None:
+    """Equal to PyTorch's causal mask (generate_square_subsequent_mask == 0), for T = 7 and T = 1,
+    on the device it is asked for."""
+    compare_causal(fn, 7)
+    compare_causal(fn, 1)
+    passed(
+        f"{CAUSAL} equals torch's nn.Transformer.generate_square_subsequent_mask(T) == 0: "
+        "True where key j <= query i"
+    )
+
+
+def check_padding_mask_shape(fn) -> None:
+    """padding_mask(tokens [B, T], pad_id) is a boolean [B, 1, 1, T] tensor on the tokens' device."""
+    tokens = tokens_tensor(TOKENS_PAD_0)
+    actual = _run_tokens(PADDING, fn, tokens, 0)
+    mistakes = mistake_outputs(PADDING_MISTAKES, tokens, 0)
+    b, t = tokens.shape
+    _check_form(PADDING, actual, (b, 1, 1, t), PADDING_LETTERS, mistakes, tokens.device)
+    passed(f"{PADDING} is a boolean mask of shape [B, 1, 1, T] = [{b}, 1, 1, {t}]")
+
+
+def check_padding_mask_values(fn) -> None:
+    """Equal to the negation of nn.MultiheadAttention's key_padding_mask, for pad_id 0 and pad_id 2,
+    on rows with different amounts of padding."""
+    compare_padding(fn, tokens_tensor(TOKENS_PAD_0), 0)
+    compare_padding(fn, tokens_tensor(TOKENS_PAD_2), 2)
+    passed(f"{PADDING} is True exactly at the real tokens, for pad_id = 0 and pad_id = 2")
+
+
+def check_decoder_mask_shape(fn) -> None:
+    """decoder_mask(tokens [B, T], pad_id) is a boolean [B, 1, T, T] tensor on the tokens' device."""
+    tokens = tokens_tensor(TOKENS_PAD_0)
+    actual = _run_tokens(DECODER, fn, tokens, 0)
+    mistakes = mistake_outputs(DECODER_MISTAKES, tokens, 0)
+    b, t = tokens.shape
+    _check_form(DECODER, actual, (b, 1, t, t), DECODER_LETTERS, mistakes, tokens.device)
+    passed(f"{DECODER} is a boolean mask of shape [B, 1, T, T] = [{b}, 1, {t}, {t}]")
+
+
+def check_decoder_mask_values(fn) -> None:
+    """Equal to PyTorch's tgt_mask and tgt_key_padding_mask combined, for pad_id 0 and pad_id 2."""
+    compare_decoder(fn, tokens_tensor(TOKENS_PAD_0), 0)
+    compare_decoder(fn, tokens_tensor(TOKENS_PAD_2), 2)
+    passed(f"{DECODER} blocks both the future and the padding, for pad_id = 0 and pad_id = 2")
+
+
+CHECKS = {
+    CAUSAL: [check_causal_mask_shape, check_causal_mask_values],
+    PADDING: [check_padding_mask_shape, check_padding_mask_values],
+    DECODER: [check_decoder_mask_shape, check_decoder_mask_values],
+}
+CATALOGUE = {CAUSAL: CAUSAL_MISTAKES, PADDING: PADDING_MISTAKES, DECODER: DECODER_MISTAKES}
