@@ -1,0 +1,556 @@
+"""Checks for lesson 05: split_heads, merge_heads and MultiHeadAttention.
+
+Oracles: a formula for the head split (``torch.stack(x.chunk(h, -1), 1)``: head i
+holds the i-th block of d_k features) and for the merge (``torch.cat`` of the
+heads along the features), and ``nn.MultiheadAttention(batch_first=True)`` with
+its weights copied into the learner's module (``in_proj_weight`` split into
+w_q, w_k, w_v; ``out_proj`` is w_o). Inputs: B=2, h=3, d_k=4, D=12, T=T_q=5,
+T_k=7, so that no two of the axes have the same length and a swapped axis
+shows; cross-attention (query, key and value all different) and masks that are
+neither all True nor the same for every query.
+"""
+
+import contextlib
+import functools
+import math
+from collections.abc import Callable, Iterator
+from types import SimpleNamespace
+
+import torch
+from torch import nn
+
+from autograder.checks.core import (
+    CheckFailure,
+    Mistake,
+    build,
+    call,
+    expect_close,
+    expect_device,
+    expect_dtype,
+    expect_shape,
+    expect_tensor,
+    load_weights,
+    mistake_outputs,
+    passed,
+    unchanged,
+)
+from autograder.checks.device import DEVICE, DTYPE, exact_matmul, random_tensor
+
+B, H, D_K, T_Q, T_K = 2, 3, 4, 5, 7
+D = H * D_K
+T = T_Q
+SPLIT, MERGED = "[B, h, T, d_k]", "[B, T, D]"
+MHA_OUT, MHA_ATTN = "[B, T_q, D]", "[B, h, T_q, T_k]"
+LINEARS = ("w_q", "w_k", "w_v", "w_o")
+SPLIT_HEADS, MERGE_HEADS, MHA = "split_heads", "merge_heads", "MultiHeadAttention"
+
+NOT_CONTIGUOUS = (
+    "{exercise}: .view() failed because the tensor after .transpose(1, 2) is not contiguous in "
+    "memory (transpose only swaps the strides, it moves no data). Call .contiguous() before "
+    ".view(...), or use .reshape(...), which copies when it has to."
+)
+
+
+def _call(exercise: str, fn, *args):
+    """core.call, with a clear message for .view() on a transposed (non-contiguous) tensor."""
+    try:
+        return call(exercise, fn, *args)
+    except CheckFailure as failure:
+        cause = failure.__cause__
+        if isinstance(cause, RuntimeError) and "view size is not compatible" in str(cause):
+            raise CheckFailure(NOT_CONTIGUOUS.format(exercise=exercise)) from cause
+        helper = _raising_function(cause) if isinstance(cause, NotImplementedError) else None
+        if helper in (SPLIT_HEADS, MERGE_HEADS) and helper != exercise:
+            raise CheckFailure(
+                f"{exercise} calls {helper}, which is not implemented yet: write {helper} "
+                "(the exercise above) and run its cell, then run this check again."
+            ) from cause
+        raise
+
+
+def _raising_function(error: BaseException) -> str | None:
+    """The name of the function in which ``error`` was raised (the innermost frame)."""
+    traceback = error.__traceback__
+    if traceback is None:
+        return None
+    while traceback.tb_next is not None:
+        traceback = traceback.tb_next
+    return traceback.tb_frame.f_code.co_name
+
+
+def keeps_global_rng(check: Callable) -> Callable:
+    """Run ``check`` without moving torch's global random state: building modules draws from it,
+    and the lesson's later cells (figures, experiments) should not depend on how often a
+    check ran."""
+
+    @functools.wraps(check)
+    def wrapper(*args, **kwargs):
+        with torch.random.fork_rng(devices=[]):
+            return check(*args, **kwargs)
+
+    return wrapper
+
+
+# ----------------------------------------------------------------------------- split_heads
+
+
+def _split_blocks(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """The oracle: head i gets features i*d_k ... (i+1)*d_k - 1 of every position."""
+    return torch.stack(x.chunk(n_heads, dim=-1), dim=1)
+
+
+SPLIT_MISTAKES = [
+    Mistake(
+        "view straight to [B, h, T, d_k]",
+        "view(B, h, T, d_k) reads the numbers in memory order, so each 'head' gets a mix of "
+        "positions: view to [B, T, h, d_k] first (split the features), then transpose(1, 2).",
+        lambda x, n_heads: x.reshape(x.size(0), n_heads, x.size(1), x.size(2) // n_heads),
+    ),
+    Mistake(
+        "no transpose after the view",
+        "The result is [B, T, h, d_k]: the heads are split but not moved in front of T; add "
+        ".transpose(1, 2) after the view.",
+        lambda x, n_heads: x.reshape(x.size(0), x.size(1), n_heads, x.size(2) // n_heads),
+    ),
+    Mistake(
+        "transposed the last two axes",
+        "After view(B, T, h, d_k) you swapped the last two axes (giving [B, T, d_k, h]); swap "
+        "axes 1 and 2 (T and h) with .transpose(1, 2).",
+        lambda x, n_heads: x.reshape(x.size(0), x.size(1), n_heads, x.size(2) // n_heads).transpose(-2, -1),
+    ),
+    Mistake(
+        "heads take every h-th feature",
+        "Each head got every h-th feature (view(B, T, d_k, h)); a head must get a block of d_k "
+        "neighbouring features: view(B, T, h, d_k), then transpose(1, 2).",
+        lambda x, n_heads: x.reshape(x.size(0), x.size(1), x.size(2) // n_heads, n_heads).permute(0, 3, 1, 2),
+    ),
+]
+
+
+def compare_split(fn, x: torch.Tensor, n_heads: int, expected: torch.Tensor | None = None) -> None:
+    """Compare split_heads(x, n_heads) with ``expected`` (default: the block formula)."""
+    with unchanged(SPLIT_HEADS, x=x):
+        out = _call(SPLIT_HEADS, fn, x, n_heads)
+    expected = _split_blocks(x, n_heads) if expected is None else expected
+    wrong = mistake_outputs(SPLIT_MISTAKES, x, n_heads)
+    expect_close(SPLIT_HEADS, "the output", out, expected, SPLIT, wrong)
+    expect_dtype(SPLIT_HEADS, "the output", out, x.dtype)
+    expect_device(SPLIT_HEADS, "the output", out, x.device)
+
+
+def check_split_heads(fn) -> None:
+    """[B, T, D] -> [B, h, T, d_k], head i holding the i-th block of d_k features."""
+    x = random_tensor(B, T, D, seed=100)
+    compare_split(fn, x, H)
+    passed(f"{SPLIT_HEADS} turns [B, T, D] = {[B, T, D]} into {SPLIT} = {[B, H, T, D_K]}, head by head")
+
+
+def check_split_heads_blocks(fn) -> None:
+    """Changing feature j of one position changes only head j // d_k at that position."""
+    x = random_tensor(B, T, D, seed=110)
+    before = _call(SPLIT_HEADS, fn, x, H)
+    expect_tensor(SPLIT_HEADS, "the output", before)
+    expect_shape(SPLIT_HEADS, "the output", before, SPLIT, (B, H, T, D_K))
+    for feature in (0, D_K + 1, D - 1):
+        moved = x.clone()
+        moved[1, 3, feature] += 10.0
+        changed = (_call(SPLIT_HEADS, fn, moved, H) != before).nonzero().tolist()
+        head, position = feature // D_K, 3
+        if changed != [[1, head, position, feature % D_K]]:
+            raise CheckFailure(
+                f"{SPLIT_HEADS}: changing feature {feature} of position {position} (batch 1) should "
+                f"change only out[1, {head}, {position}, {feature % D_K}] (head {feature} // d_k = "
+                f"{head}), but it changed {changed[:4]}."
+            )
+    passed(f"{SPLIT_HEADS} gives feature j of a position to head j // d_k, at the same position")
+
+
+# ----------------------------------------------------------------------------- merge_heads
+
+
+def _merge_blocks(x: torch.Tensor) -> torch.Tensor:
+    """The oracle: the heads' d_k features side by side, head 0 first."""
+    return torch.cat(x.unbind(dim=1), dim=-1)
+
+
+MERGE_MISTAKES = [
+    Mistake(
+        "view without transposing back",
+        "view(B, T, D) straight from [B, h, T, d_k] mixes positions from different heads: "
+        "transpose(1, 2) first (to [B, T, h, d_k]), then .contiguous().view(B, T, D).",
+        lambda x: x.reshape(x.size(0), x.size(2), x.size(1) * x.size(3)),
+    ),
+    Mistake(
+        "transposed but not flattened",
+        "The result is [B, T, h, d_k]: after transpose(1, 2), join the last two axes into D "
+        "with .contiguous().view(B, T, h * d_k).",
+        lambda x: x.transpose(1, 2),
+    ),
+    Mistake(
+        "heads interleaved",
+        "Feature j of head i landed in column j * h + i; head i's d_k features must stay "
+        "together in columns i * d_k ... (i + 1) * d_k - 1: transpose(1, 2), not a permute that "
+        "puts d_k before h, then view.",
+        lambda x: x.permute(0, 2, 3, 1).reshape(x.size(0), x.size(2), x.size(1) * x.size(3)),
+    ),
+]
+
+
+def compare_merge(fn, x: torch.Tensor, expected: torch.Tensor | None = None) -> None:
+    """Compare merge_heads(x) with ``expected`` (default: the concatenation formula)."""
+    with unchanged(MERGE_HEADS, x=x):
+        out = _call(MERGE_HEADS, fn, x)
+    expected = _merge_blocks(x) if expected is None else expected
+    wrong = mistake_outputs(MERGE_MISTAKES, x)
+    expect_close(MERGE_HEADS, "the output", out, expected, MERGED, wrong)
+    expect_dtype(MERGE_HEADS, "the output", out, x.dtype)
+    expect_device(MERGE_HEADS, "the output", out, x.device)
+
+
+def check_merge_heads(fn) -> None:
+    """[B, h, T, d_k] -> [B, T, D], on a contiguous input (as attention's output is)."""
+    x = random_tensor(B, H, T, D_K, seed=200)
+    compare_merge(fn, x)
+    passed(f"{MERGE_HEADS} turns {SPLIT} = {[B, H, T, D_K]} into [B, T, D] = {[B, T, D]}")
+
+
+def check_merge_heads_round_trip(fn) -> None:
+    """merge_heads undoes the split: merge_heads(split(x)) == x, and the split of a merge too."""
+    x = random_tensor(B, T, D, seed=210)
+    back = _call(MERGE_HEADS, fn, _split_blocks(x, H))
+    expect_close(MERGE_HEADS, "merge_heads(split_heads(x))", back, x, MERGED, [])
+    heads = random_tensor(B, H, T, D_K, seed=211)
+    again = _split_blocks(_call(MERGE_HEADS, fn, heads), H)
+    expect_close(MERGE_HEADS, "split_heads(merge_heads(x))", again, heads, SPLIT, [])
+    passed(f"{MERGE_HEADS} is the inverse of split_heads, in both directions")
+
+
+# ----------------------------------------------------------------------------- MultiHeadAttention
+
+
+def _heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    return x.reshape(x.size(0), x.size(1), n_heads, x.size(2) // n_heads).transpose(1, 2)
+
+
+def _merge(x: torch.Tensor) -> torch.Tensor:
+    return x.transpose(1, 2).reshape(x.size(0), x.size(2), x.size(1) * x.size(3))
+
+
+def _attention(q, k, v, mask, scale):
+    """softmax(q kᵀ / scale) v, masked with -inf, a fully masked row giving zeros."""
+    scores = q @ k.transpose(-2, -1) / scale
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -math.inf)
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    return weights @ v, weights
+
+
+def _mha(
+    module,
+    query,
+    key,
+    value,
+    mask=None,
+    *,
+    proj=None,
+    key_from=None,
+    value_from=None,
+    scale=None,
+    split=_heads,
+    merge=_merge,
+    out=True,
+    use_mask=True,
+):
+    """The multi-head computation with one thing changed: the skeleton every mistake shares."""
+    h = module.n_heads
+    w_q, w_k, w_v = proj or (module.w_q, module.w_k, module.w_v)
+    q = split(w_q(query), h)
+    k = split(w_k(key if key_from is None else key_from), h)
+    v = split(w_v(value if value_from is None else value_from), h)
+    scale = math.sqrt(q.size(-1)) if scale is None else scale
+    heads, _ = _attention(q, k, v, mask if use_mask else None, scale)
+    merged = merge(heads)
+    return module.w_o(merged) if out else merged
+
+
+def _split_without_transpose(x, n_heads):
+    return x.reshape(x.size(0), n_heads, x.size(1), x.size(2) // n_heads)
+
+
+def _merge_without_transpose(x):
+    return x.reshape(x.size(0), x.size(2), x.size(1) * x.size(3))
+
+
+MHA_MISTAKES = [
+    Mistake(
+        "no output projection",
+        "The merged heads are returned as they are: pass them through the output projection "
+        "self.w_o (the W^O that mixes the heads) before returning.",
+        lambda m, query, key, value, mask=None: _mha(m, query, key, value, mask, out=False),
+    ),
+    Mistake(
+        "one projection for q, k and v",
+        "The keys and values are projected with w_q too: use self.w_q for the query, "
+        "self.w_k for the key and self.w_v for the value.",
+        lambda m, query, key, value, mask=None: _mha(m, query, key, value, mask, proj=(m.w_q,) * 3),
+    ),
+    Mistake(
+        "value projected from the key input",
+        "The values come from the `key` argument: compute v = self.w_v(value), from the `value` "
+        "argument (in cross-attention key and value can differ).",
+        lambda m, query, key, value, mask=None: _mha(m, query, key, value, mask, value_from=key),
+    ),
+    Mistake(
+        "keys and values swapped",
+        "The keys come from the `value` argument and the values from `key`: k = self.w_k(key), "
+        "v = self.w_v(value).",
+        lambda m, query, key, value, mask=None: _mha(
+            m, query, key, value, mask, key_from=value, value_from=key
+        ),
+    ),
+    Mistake(
+        "heads split without transpose",
+        "The heads were split with a view straight to [B, h, T, d_k], which mixes positions "
+        "across heads; look at split_heads: view(B, T, h, d_k), then transpose(1, 2).",
+        lambda m, query, key, value, mask=None: _mha(
+            m, query, key, value, mask, split=_split_without_transpose
+        ),
+    ),
+    Mistake(
+        "heads merged without transpose",
+        "The heads were merged with a view straight from [B, h, T_q, d_k] to [B, T_q, D], which "
+        "mixes positions across heads; look at merge_heads: transpose(1, 2) first, then view.",
+        lambda m, query, key, value, mask=None: _mha(
+            m, query, key, value, mask, merge=_merge_without_transpose
+        ),
+    ),
+    Mistake(
+        "scaled by sqrt(D) instead of sqrt(d_k)",
+        "The scores are divided by sqrt(d_model); each head works in d_k = D / h dimensions, "
+        "so divide by sqrt(d_k) (what scaled_dot_product_attention does on [B, h, T, d_k] inputs).",
+        lambda m, query, key, value, mask=None: _mha(
+            m, query, key, value, mask, scale=math.sqrt(query.size(-1))
+        ),
+    ),
+    Mistake(
+        "mask ignored",
+        "The mask has no effect: pass it on to scaled_dot_product_attention(q, k, v, mask) "
+        "(it broadcasts over the heads axis).",
+        lambda m, query, key, value, mask=None: _mha(m, query, key, value, mask, use_mask=False),
+    ),
+]
+
+
+@contextlib.contextmanager
+def _no_grad_exact() -> Iterator[None]:
+    with torch.no_grad(), exact_matmul():
+        yield
+
+
+def torch_mha(d_model: int, n_heads: int, seed: int) -> nn.MultiheadAttention:
+    """nn.MultiheadAttention with seeded random weights and biases (PyTorch's zero biases
+    would hide a missing or misplaced bias), float64 on DEVICE, dropout 0, in train mode
+    (which keeps it off the eval-mode fast path; with dropout 0 nothing is random)."""
+    torch_module = nn.MultiheadAttention(d_model, n_heads, dropout=0.0, bias=True, batch_first=True)
+    torch_module = torch_module.to(device=DEVICE, dtype=DTYPE).train()
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for parameter in torch_module.parameters():
+            scale = 1.0 / math.sqrt(d_model) if parameter.dim() == 2 else 0.5
+            noise = torch.randn(parameter.shape, generator=generator, dtype=DTYPE) * scale
+            parameter.copy_(noise.to(DEVICE))
+    return torch_module
+
+
+def mha_state(torch_module: nn.MultiheadAttention) -> dict[str, torch.Tensor]:
+    """nn.MultiheadAttention -> the contract's names: in_proj_weight [3D, D] holds w_q, w_k, w_v
+    (in that order), in_proj_bias [3D] their biases; out_proj is w_o."""
+    weights = torch_module.in_proj_weight.detach().chunk(3, dim=0)
+    biases = torch_module.in_proj_bias.detach().chunk(3, dim=0)
+    state = {}
+    for name, weight, bias in zip(LINEARS[:3], weights, biases, strict=True):
+        state[f"{name}.weight"], state[f"{name}.bias"] = weight.clone(), bias.clone()
+    state["w_o.weight"] = torch_module.out_proj.weight.detach().clone()
+    state["w_o.bias"] = torch_module.out_proj.bias.detach().clone()
+    return state
+
+
+def torch_expected(torch_module, query, key, value, mask=None):
+    """(out [B, T_q, D], weights [B, h, T_q, T_k]) from PyTorch, whose boolean attn_mask is
+    True where attending is NOT allowed, of shape [T_q, T_k] or [B * h, T_q, T_k]."""
+    attn_mask = None
+    if mask is not None:
+        b, h, t_q, t_k = query.size(0), torch_module.num_heads, query.size(1), key.size(1)
+        attn_mask = (~mask).expand(b, h, t_q, t_k).reshape(b * h, t_q, t_k)
+    with _no_grad_exact():
+        return torch_module(
+            query, key, value, attn_mask=attn_mask, need_weights=True, average_attn_weights=False
+        )
+
+
+def _stand_in(module, n_heads: int):
+    """The learner's projections with the number of heads, for computing the mistakes."""
+    return SimpleNamespace(n_heads=n_heads, **{name: getattr(module, name) for name in LINEARS})
+
+
+def _forward(module, query, key, value, mask=None):
+    inputs = {"query": query, "key": key, "value": value} | ({} if mask is None else {"mask": mask})
+    with unchanged(MHA, **inputs), torch.no_grad():
+        return _call(MHA, module, query, key, value, mask)
+
+
+def compare_mha(module, n_heads, query, key, value, mask, expected_out, expected_attn=None) -> None:
+    """The learner's output against ``expected_out`` (naming a known mistake), and, when given,
+    the weights it keeps in ``self.attn`` against ``expected_attn``."""
+    out = _forward(module, query, key, value, mask)
+    wrong = mistake_outputs(MHA_MISTAKES, _stand_in(module, n_heads), query, key, value, mask)
+    expect_close(MHA, "the output", out, expected_out, MHA_OUT, wrong)
+    expect_dtype(MHA, "the output", out, query.dtype)
+    expect_device(MHA, "the output", out, query.device)
+    if expected_attn is None:
+        return
+    attn = getattr(module, "attn", None)
+    if not isinstance(attn, torch.Tensor):
+        raise CheckFailure(
+            f"{MHA}: self.attn should hold the last attention weights {MHA_ATTN}, got "
+            f"{type(attn).__name__}; keep the weights that scaled_dot_product_attention returns: "
+            "out, self.attn = scaled_dot_product_attention(q, k, v, mask)."
+        )
+    expect_close(MHA, "self.attn", attn, expected_attn, MHA_ATTN)
+
+
+def _inputs(seed: int):
+    query = random_tensor(B, T_Q, D, seed=seed)
+    key = random_tensor(B, T_K, D, seed=seed + 1)
+    value = random_tensor(B, T_K, D, seed=seed + 2)
+    return query, key, value
+
+
+def _mask(seed: int) -> torch.Tensor:
+    """Bool[B, 1, T_q, T_k]: different for every query and batch item, never a whole row masked."""
+    generator = torch.Generator().manual_seed(seed)
+    mask = torch.rand(B, 1, T_Q, T_K, generator=generator) < 0.6
+    mask[..., 0] = True  # every query sees at least one key
+    mask[..., -1] = False  # and misses at least one
+    return mask.to(DEVICE)
+
+
+def _oracle_pair(seed: int):
+    """A float64 learner's module and nn.MultiheadAttention holding the same weights."""
+    torch_module = torch_mha(D, H, seed=seed)
+    return torch_module, mha_state(torch_module)
+
+
+@keeps_global_rng
+def check_mha_init(cls) -> None:
+    """w_q, w_k, w_v, w_o: nn.Linear(D, D) with bias, in that order; 4·D² + 4·D parameters;
+    D % h != 0 is a ValueError."""
+    module = build(MHA, cls, D, H)
+    expected = [f"{name}.{part}" for name in LINEARS for part in ("weight", "bias")]
+    found = list(module.state_dict())
+    missing = [name for name in expected if name not in found]
+    if missing and all(name.endswith(".bias") for name in missing):
+        raise CheckFailure(
+            f"{MHA}: the projections have no bias (missing {missing}); the lesson's projections are "
+            "nn.Linear(d_model, d_model) with a bias, PyTorch's default: leave out bias=False."
+        )
+    if sorted(found) != sorted(expected):
+        load_weights(MHA, module, dict.fromkeys(expected, torch.zeros(())))  # names what is missing
+    if found != expected:
+        raise CheckFailure(
+            f"{MHA}: create the projections in the order w_q, w_k, w_v, w_o (so weights load in "
+            f"the contract's order); your parameters come in the order {found}."
+        )
+    for name in LINEARS:
+        layer = getattr(module, name)
+        if not isinstance(layer, nn.Linear) or layer.weight.shape != (D, D) or layer.bias is None:
+            raise CheckFailure(
+                f"{MHA}: self.{name} should be nn.Linear(d_model, d_model) with a bias, "
+                f"weight [D, D] = {[D, D]}; got {layer}."
+            )
+    count = sum(p.numel() for p in module.parameters())
+    if count != 4 * D * D + 4 * D:
+        raise CheckFailure(
+            f"{MHA}: expected 4·D² + 4·D = {4 * D * D + 4 * D} parameters for D = {D}, got {count}."
+        )
+    try:
+        cls(10, 3)
+    except ValueError:
+        pass
+    except Exception as error:
+        raise CheckFailure(
+            f"{MHA}(d_model=10, n_heads=3) raised {type(error).__name__}: {error}; raise a "
+            "ValueError that says d_model must be divisible by n_heads."
+        ) from error
+    else:
+        raise CheckFailure(
+            f"{MHA}(d_model=10, n_heads=3) should raise a ValueError: 10 is not divisible by 3, "
+            "so the heads cannot share d_model equally. Check d_model % n_heads in __init__."
+        )
+    passed(
+        f"{MHA} has w_q, w_k, w_v, w_o = nn.Linear(D, D), 4·D² + 4·D = {count} parameters for "
+        f"D = {D}, and rejects D % h != 0"
+    )
+
+
+@keeps_global_rng
+def check_mha_cross_attention(cls) -> None:
+    """Cross-attention (T_q != T_k, key != value), no mask: equal to nn.MultiheadAttention."""
+    torch_module, state = _oracle_pair(seed=300)
+    module = build(MHA, cls, D, H)
+    load_weights(MHA, module, state)
+    query, key, value = _inputs(seed=310)
+    expected, _ = torch_expected(torch_module, query, key, value)
+    compare_mha(module, H, query, key, value, None, expected)
+    passed(
+        f"{MHA} equals nn.MultiheadAttention for cross-attention: query [B, T_q, D], key and value "
+        f"[B, T_k, D], T_q={T_Q} != T_k={T_K}, output {MHA_OUT}"
+    )
+
+
+@keeps_global_rng
+def check_mha_mask(cls) -> None:
+    """A boolean mask [B, 1, T_q, T_k] (True = may attend) broadcast over the heads; a masked key
+    cannot move the output."""
+    torch_module, state = _oracle_pair(seed=400)
+    module = build(MHA, cls, D, H)
+    load_weights(MHA, module, state)
+    query, key, value = _inputs(seed=410)
+    mask = _mask(seed=411)
+    expected, _ = torch_expected(torch_module, query, key, value, mask)
+    compare_mha(module, H, query, key, value, mask, expected)
+    moved_key, moved_value = key.clone(), value.clone()
+    moved_key[:, -1] += 100.0  # the last key is masked for every query
+    moved_value[:, -1] -= 100.0
+    out = _forward(module, query, key, value, mask)
+    if not torch.allclose(out, _forward(module, query, moved_key, moved_value, mask)):
+        raise CheckFailure(f"{MHA}: changing the key and value of a masked position changed the output")
+    passed(
+        f"{MHA} applies a mask [B, 1, T_q, T_k] (True = may attend) to every head; masked keys have no effect"
+    )
+
+
+@keeps_global_rng
+def check_mha_attn(cls) -> None:
+    """self.attn keeps the last weights [B, h, T_q, T_k], one map per head (not averaged)."""
+    torch_module, state = _oracle_pair(seed=500)
+    module = build(MHA, cls, D, H)
+    load_weights(MHA, module, state)
+    query, key, value = _inputs(seed=510)
+    mask = _mask(seed=511)
+    expected, weights = torch_expected(torch_module, query, key, value, mask)
+    compare_mha(module, H, query, key, value, mask, expected, weights)
+    passed(
+        f"{MHA} keeps self.attn {MHA_ATTN} = {[B, H, T_Q, T_K]}, equal to nn.MultiheadAttention's "
+        "weights with average_attn_weights=False"
+    )
+
+
+CHECKS = {
+    SPLIT_HEADS: [check_split_heads, check_split_heads_blocks],
+    MERGE_HEADS: [check_merge_heads, check_merge_heads_round_trip],
+    MHA: [check_mha_init, check_mha_cross_attention, check_mha_mask, check_mha_attn],
+}
+CATALOGUE = {SPLIT_HEADS: SPLIT_MISTAKES, MERGE_HEADS: MERGE_MISTAKES, MHA: MHA_MISTAKES}
