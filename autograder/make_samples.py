@@ -26,12 +26,62 @@ SAMPLES = Path(__file__).resolve().parent / "sample_submissions"
 
 # lesson -> [(exercise, text in the reference code, what the learner wrote instead)]
 MISTAKE_EDITS = {
+    "01_embedding": [
+        ("Embedding", "return self.lut(tokens) * math.sqrt(self.d_model)", "return self.lut(tokens)")
+    ],
+    "02_positional_encoding": [
+        (
+            "sinusoidal_encoding",
+            "pe[:, 0::2] = torch.sin(position * frequency)  # [max_len, D/2]\n    pe[:, 1::2] = torch.cos(",
+            "pe[:, 0::2] = torch.cos(position * frequency)  # [max_len, D/2]\n    pe[:, 1::2] = torch.sin(",
+        )
+    ],
     "03_attention": [
         (
             "scaled_dot_product_attention",
             "scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)",
             "scores = q @ k.transpose(-2, -1)",
         ),
+    ],
+    "04_masking": [
+        ("causal_mask", ".tril()", ".triu()"),
+        (
+            "decoder_mask",
+            "padding_mask(tokens, pad_id) & causal_mask(",
+            "padding_mask(tokens, pad_id) | causal_mask(",
+        ),
+    ],
+    "05_multi_head": [
+        (
+            "split_heads",
+            "return x.view(batch, seq_len, n_heads, d_model // n_heads).transpose(1, 2)",
+            "return x.view(batch, n_heads, seq_len, d_model // n_heads)",
+        )
+    ],
+    "06_layer_norm": [
+        (
+            "LayerNorm",
+            "var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)",
+            "var = x.var(dim=-1, keepdim=True)",
+        )
+    ],
+    "07_feed_forward": [
+        (
+            "PositionwiseFeedForward",
+            "return self.linear2(self.dropout(self.activation(self.linear1(x))))",
+            "return self.linear2(self.dropout(self.linear1(x)))",
+        )
+    ],
+    "08_encoder_decoder": [
+        (
+            "EncoderLayer",
+            "x = self.norm2(x + self.dropout2(self.ffn(x)))",
+            "x = self.norm2(self.dropout2(self.ffn(x)))",
+        )
+    ],
+    "09_output_layer": [
+        ("Generator", "torch.log_softmax(self.proj(x), dim=-1)", "torch.softmax(self.proj(x), dim=-1)"),
+        ("greedy_decode", "model.generator(out[:, -1])", "model.generator(out[:, 0])"),
     ],
 }
 DELETED_CELL = ("03_attention", "test_scaled_dot_product_attention_mask")

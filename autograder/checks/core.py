@@ -164,15 +164,16 @@ def expect_close(
             "square root or log of a negative number."
         )
     expect_shape(exercise, what, actual, letters, expected.shape)
+    actual, expected = actual.detach(), expected.detach().to(actual.device)
     if actual.is_floating_point() and expected.is_floating_point():
-        error = (actual.detach() - expected.to(actual)).abs()
+        error = (actual.double() - expected.double()).abs()  # in float64, whatever the learner's dtype
         index = tuple(int(i) for i in torch.unravel_index(error.argmax(), error.shape))
         raise CheckFailure(
             f"{exercise}: {what} has the right shape {letters} but wrong values: the largest "
             f"difference is {float(error.max()):.3g}, at index {list(index)}, where the expected "
             f"value is {float(expected[index]):.6g} and yours is {float(actual[index]):.6g}."
         )
-    wrong = (actual != expected.to(actual.device)).nonzero()
+    wrong = (actual != expected).nonzero()
     raise CheckFailure(
         f"{exercise}: {what} has the right shape {letters} but {len(wrong)} wrong entries, "
         f"the first at index {wrong[0].tolist()}: expected {expected[tuple(wrong[0])].item()}, "
