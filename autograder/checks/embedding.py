@@ -1,0 +1,128 @@
+"""Checks for lesson 01: Embedding(vocab_size, d_model), forward(tokens [B, T]) -> [B, T, D].
+
+Oracle: torch.nn.Embedding with its weights copied into the learner's ``lut``
+(load_weights with 'lut.weight'), times sqrt(d_model). Inputs: B=2 != T=5,
+vocab_size V=11 and d_model D=6 chosen so that sqrt(D), D, 1/sqrt(D) and
+sqrt(V) are all different scales; the tokens use both ends of the vocabulary
+and repeat an id.
+"""
+
+import math
+
+import torch
+from torch import nn
+
+from autograder.checks.core import (
+    CheckFailure,
+    Mistake,
+    build,
+    call,
+    expect_close,
+    expect_device,
+    expect_shape,
+    expect_tensor,
+    load_weights,
+    mistake_outputs,
+    passed,
+    unchanged,
+)
+from autograder.checks.device import DEVICE, DTYPE, random_tensor
+
+EXERCISE = "Embedding"
+B, T, V, D = 2, 5, 11, 6
+OUT = "[B, T, D]"
+
+MISTAKES = [
+    Mistake(
+        "no sqrt(d_model) scale",
+        "The looked-up vectors are not scaled: multiply self.lut(tokens) by math.sqrt(d_model).",
+        lambda self, tokens: self.lut(tokens),
+    ),
+    Mistake(
+        "scaled by d_model instead of sqrt(d_model)",
+        "The vectors are multiplied by d_model; the paper multiplies by its square root, math.sqrt(d_model).",
+        lambda self, tokens: self.lut(tokens) * self.lut.embedding_dim,
+    ),
+    Mistake(
+        "divided by sqrt(d_model)",
+        "The vectors are divided by sqrt(d_model); embeddings are multiplied by it "
+        "(it is attention's scores that are divided by sqrt(d_k)).",
+        lambda self, tokens: self.lut(tokens) / math.sqrt(self.lut.embedding_dim),
+    ),
+    Mistake(
+        "scaled by sqrt(vocab_size)",
+        "The vectors are scaled by sqrt(vocab_size); the scale is sqrt(d_model), the size of each vector.",
+        lambda self, tokens: self.lut(tokens) * math.sqrt(self.lut.num_embeddings),
+    ),
+]
+
+
+def tokens_for(batch: int, length: int, vocab_size: int, generator: torch.Generator) -> torch.Tensor:
+    """Long[B, T] random ids that include 0, vocab_size - 1 and a repeated id."""
+    tokens = torch.randint(0, vocab_size, (batch, length), generator=generator)
+    tokens[0, 0], tokens[-1, -1] = 0, vocab_size - 1
+    tokens[-1, 0] = tokens[0, -1]
+    return tokens.to(DEVICE)
+
+
+def _module(cls, vocab_size: int, d_model: int):
+    """The learner's module, with a ``lut`` that is an nn.Embedding of the right size."""
+    module = build(EXERCISE, cls, vocab_size, d_model)
+    lut = getattr(module, "lut", None)
+    if not isinstance(lut, nn.Embedding):
+        raise CheckFailure(
+            f"{EXERCISE}: expected an attribute `lut` that is an nn.Embedding, got "
+            f"{type(lut).__name__ if lut is not None else 'no attribute lut'}; "
+            "create it in __init__ with self.lut = nn.Embedding(vocab_size, d_model)."
+        )
+    if (lut.num_embeddings, lut.embedding_dim) != (vocab_size, d_model):
+        raise CheckFailure(
+            f"{EXERCISE}: expected lut = nn.Embedding(vocab_size, d_model) = nn.Embedding({vocab_size}, "
+            f"{d_model}), got nn.Embedding({lut.num_embeddings}, {lut.embedding_dim})"
+        )
+    return module
+
+
+def _run(module, tokens: torch.Tensor) -> torch.Tensor:
+    with unchanged(EXERCISE, tokens=tokens):
+        out = expect_tensor(EXERCISE, "the output", call(EXERCISE, module, tokens))
+    return out.detach()
+
+
+def compare(module, tokens: torch.Tensor, expected: torch.Tensor) -> None:
+    """The learner's output against ``expected``, naming a known mistake when it matches one."""
+    out = _run(module, tokens)
+    expect_close(EXERCISE, "the output", out, expected, OUT, mistake_outputs(MISTAKES, module, tokens))
+
+
+def check_embedding_shapes(cls) -> None:
+    """lut is nn.Embedding(V, D); the output is [B, T, D], float like the weights, on their device."""
+    module = _module(cls, V, D)
+    tokens = tokens_for(B, T, V, torch.Generator().manual_seed(0))
+    out = _run(module, tokens)
+    expect_shape(EXERCISE, "the output", out, OUT, (B, T, D))
+    if out.dtype != DTYPE:
+        raise CheckFailure(
+            f"{EXERCISE}: expected the output in the dtype of the weights ({DTYPE}, which the check "
+            f"uses), got {out.dtype}; multiply by a Python float and do not convert with .float()."
+        )
+    expect_device(EXERCISE, "the output", out, tokens.device)
+    passed(f"{EXERCISE} has lut = nn.Embedding(V, D) and maps tokens [B, T] to {OUT} = [{B}, {T}, {D}]")
+
+
+def check_embedding_values(cls) -> None:
+    """Equal to torch's nn.Embedding (same weights copied in) times sqrt(d_model)."""
+    oracle = nn.Embedding(V, D).to(device=DEVICE, dtype=DTYPE)
+    with torch.no_grad():
+        oracle.weight.copy_(random_tensor(V, D, seed=1))
+    module = _module(cls, V, D)
+    load_weights(EXERCISE, module, {"lut.weight": oracle.weight.detach().clone()})
+    tokens = tokens_for(B, T, V, torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        expected = oracle(tokens) * math.sqrt(D)
+    compare(module, tokens, expected)
+    passed(f"{EXERCISE} equals torch's nn.Embedding (same weights) times sqrt(d_model) = sqrt({D})")
+
+
+CHECKS = {EXERCISE: [check_embedding_shapes, check_embedding_values]}
+CATALOGUE = {EXERCISE: MISTAKES}

@@ -1,0 +1,542 @@
+"""Checks for lesson 02: sinusoidal_encoding(max_len, d_model) and PositionalEncoding.
+
+Oracles: the formula of the paper evaluated in float64 with Python's math
+module (pe[pos, 2i] = sin(pos / 10000^(2i/D)), pe[pos, 2i+1] = cos(...)), and
+x + pe[:T] for the module, with that table loaded into its buffer ``pe``.
+Inputs: max_len=20 and D=10 for the table, so that every column pair and
+position shows; for the module B=2, T=5, D=8, max_len=12, all different, so
+that slicing the wrong axis cannot broadcast by accident. A float32 table is
+compared with float32 tolerances.
+"""
+
+import math
+import re
+
+import torch
+
+from autograder.checks.core import (
+    CheckFailure,
+    Mistake,
+    build,
+    call,
+    expect_close,
+    expect_device,
+    expect_shape,
+    expect_tensor,
+    load_weights,
+    mistake_outputs,
+    passed,
+)
+from autograder.checks.device import DEVICE, DTYPE, exact_matmul, random_tensor
+
+TABLE = "sinusoidal_encoding"
+MODULE = "PositionalEncoding"
+MAX_LEN, D_TABLE = 20, 10  # the table's check
+B, T, D, M = 2, 5, 8, 12  # the module's check: T < max_len = M, and B, T, D, M all different
+PE_LETTERS, X_LETTERS = "[max_len, D]", "[B, T, D]"
+
+
+# ---------------------------------------------------------------- the table
+
+
+def formula(max_len: int, d_model: int) -> torch.Tensor:
+    """The paper's table, entry by entry in float64 with Python's math: [max_len, D] on DEVICE."""
+    rows = []
+    for pos in range(max_len):
+        row = []
+        for column in range(d_model):
+            angle = pos / 10000.0 ** ((column - column % 2) / d_model)  # column 2i and 2i+1 share 2i
+            row.append(math.sin(angle) if column % 2 == 0 else math.cos(angle))
+        rows.append(row)
+    return torch.tensor(rows, dtype=torch.float64).reshape(max_len, d_model).to(DEVICE)
+
+
+def _variant(
+    max_len: int,
+    d_model: int,
+    *,
+    base: float = 10000.0,
+    start: int = 0,
+    sign: float = -1.0,
+    log=math.log,
+    exponent: str = "2i",
+    halves: bool = False,
+    cos_first: bool = False,
+) -> torch.Tensor:
+    """The table written with one thing changed, in float32 as a learner's code computes it."""
+    position = torch.arange(start, start + max_len, dtype=torch.float32).unsqueeze(1)  # [max_len, 1]
+    pe = torch.zeros(max_len, d_model)
+    if exponent == "column":  # 10000^(-j/D) for every column j: each column gets its own frequency
+        angle = position * torch.exp(
+            torch.arange(d_model, dtype=torch.float32) * (sign * log(base) / d_model)
+        )
+        pe[:, 0::2], pe[:, 1::2] = torch.sin(angle[:, 0::2]), torch.cos(angle[:, 1::2])
+        return pe
+    if exponent == "2i":
+        numerator = torch.arange(0, d_model, 2, dtype=torch.float32)  # 2i
+    else:  # "i": the pair index without the 2
+        numerator = torch.arange(d_model // 2, dtype=torch.float32)
+    angle = position * torch.exp(numerator * (sign * log(base) / d_model))  # [max_len, D/2]
+    first, second = torch.sin(angle), torch.cos(angle)
+    if cos_first:
+        first, second = second, first
+    if halves:
+        return torch.cat((first, second), dim=1)
+    pe[:, 0::2], pe[:, 1::2] = first, second
+    return pe
+
+
+TABLE_MISTAKES = [
+    Mistake(
+        "sin and cos swapped",
+        "The even columns hold cos and the odd columns sin; it is the other way round: "
+        "pe[:, 0::2] = sin(...), pe[:, 1::2] = cos(...).",
+        lambda max_len, d_model: _variant(max_len, d_model, cos_first=True),
+    ),
+    Mistake(
+        "exponent j/D for every column j",
+        "Each column got its own frequency 10000^(-j/D); columns 2i and 2i+1 must share one, "
+        "10000^(-2i/D): take the exponents from torch.arange(0, d_model, 2).",
+        lambda max_len, d_model: _variant(max_len, d_model, exponent="column"),
+    ),
+    Mistake(
+        "exponent i/D instead of 2i/D",
+        "The exponent uses the pair index i = 0, 1, 2, ... where the paper has 2i = 0, 2, 4, ...: "
+        "take the exponents from torch.arange(0, d_model, 2), not torch.arange(d_model // 2).",
+        lambda max_len, d_model: _variant(max_len, d_model, exponent="i"),
+    ),
+    Mistake(
+        "positive exponent",
+        "The frequencies grow with i (10000^(+2i/D)); they must shrink: exp(-2i * ln(10000) / D), "
+        "with the minus sign.",
+        lambda max_len, d_model: _variant(max_len, d_model, sign=1.0),
+    ),
+    Mistake(
+        "sin and cos in two halves",
+        "The sin columns come first and the cos columns after them (torch.cat); the paper interleaves "
+        "them: sin in the even columns (pe[:, 0::2]), cos in the odd ones (pe[:, 1::2]).",
+        lambda max_len, d_model: _variant(max_len, d_model, halves=True),
+    ),
+    Mistake(
+        "base 1000",
+        "The base of the frequencies is 1000; the paper uses 10000 (math.log(10000.0)).",
+        lambda max_len, d_model: _variant(max_len, d_model, base=1000.0),
+    ),
+    Mistake(
+        "log10 instead of the natural log",
+        "The exponent uses math.log10(10000) = 4; exp needs the natural log: math.log(10000.0).",
+        lambda max_len, d_model: _variant(max_len, d_model, log=math.log10),
+    ),
+    Mistake(
+        "the log is missing",
+        "The frequencies are exp(-2i * 10000 / D), which is 0 for every i > 0; take the log of the "
+        "base: exp(-2i * math.log(10000.0) / D).",
+        lambda max_len, d_model: _variant(max_len, d_model, log=lambda base: base),
+    ),
+    Mistake(
+        "positions start at 1",
+        "The positions run from 1 to max_len; they start at 0 (torch.arange(max_len)), so row 0 is "
+        "sin(0) = 0, cos(0) = 1.",
+        lambda max_len, d_model: _variant(max_len, d_model, start=1),
+    ),
+]
+
+
+def _expect_float(exercise: str, what: str, table: torch.Tensor) -> None:
+    if table.dtype not in (torch.float32, torch.float64):
+        raise CheckFailure(
+            f"{exercise}: expected {what} in float32 (PyTorch's default) or float64, got {table.dtype}; "
+            "make the positions floats (torch.arange(max_len, dtype=torch.float32)) and do not convert."
+        )
+
+
+def _table_values(what: str, exercise: str, table, expected: torch.Tensor, mistakes) -> None:
+    """A table against the formula, in float32 tolerances unless both are float64."""
+    table = expect_tensor(exercise, what, table).detach()
+    _expect_float(exercise, what, table)
+    if table.dtype != torch.float64:
+        expected = expected.to(torch.float32)  # float32 tolerances for a float32 table
+    expect_close(exercise, what, table, expected, PE_LETTERS, mistakes)
+
+
+def compare_table(fn, max_len: int, d_model: int, expected: torch.Tensor | None = None) -> None:
+    """sinusoidal_encoding(max_len, d_model) against ``expected`` (default: the formula)."""
+    table = call(TABLE, fn, max_len, d_model)
+    expected = formula(max_len, d_model) if expected is None else expected
+    _table_values("the table", TABLE, table, expected, mistake_outputs(TABLE_MISTAKES, max_len, d_model))
+
+
+def check_sinusoidal_shape(fn) -> None:
+    """A float tensor of shape [max_len, D]."""
+    table = expect_tensor(TABLE, "the table", call(TABLE, fn, MAX_LEN, D_TABLE))
+    expect_shape(TABLE, "the table", table, PE_LETTERS, (MAX_LEN, D_TABLE))
+    _expect_float(TABLE, "the table", table)
+    passed(f"{TABLE}(max_len={MAX_LEN}, d_model={D_TABLE}) returns a float tensor {PE_LETTERS}")
+
+
+def check_sinusoidal_values(fn) -> None:
+    """Equal to the formula evaluated with Python's math in float64."""
+    compare_table(fn, MAX_LEN, D_TABLE)
+    passed(f"{TABLE} equals the paper's formula: sin in the even columns, cos in the odd ones")
+
+
+def expect_odd_raises(fn, max_len: int, d_model: int) -> None:
+    """An odd d_model must raise ValueError."""
+    try:
+        table = call(TABLE, fn, max_len, d_model)
+    except CheckFailure as failure:
+        if isinstance(failure.__cause__, ValueError):
+            return
+        if failure.__cause__ is None or isinstance(failure.__cause__, NotImplementedError):
+            raise
+        raise CheckFailure(
+            f"{TABLE}(max_len={max_len}, d_model={d_model}) raised {type(failure.__cause__).__name__}: "
+            f"{failure.__cause__}. An odd d_model must raise a ValueError that says why (sin and cos "
+            "come in pairs): check `d_model % 2` first."
+        ) from failure.__cause__
+    shape = list(table.shape) if isinstance(table, torch.Tensor) else type(table).__name__
+    raise CheckFailure(
+        f"{TABLE}(max_len={max_len}, d_model={d_model}) returned {shape} instead of raising ValueError: "
+        "an odd d_model has no partner cos column for its last sin column; check `d_model % 2` first."
+    )
+
+
+def check_sinusoidal_odd(fn) -> None:
+    """An odd d_model is a ValueError."""
+    expect_odd_raises(fn, 6, 7)
+    passed(f"{TABLE} raises ValueError for an odd d_model")
+
+
+# ---------------------------------------------------------------- the module
+
+
+def _length(self) -> int:
+    return self.pe.size(0)
+
+
+def _too_long(self, x):
+    if x.size(1) > _length(self):
+        raise ValueError(f"T={x.size(1)} > max_len={_length(self)}")
+
+
+def _length_check_ge(self, x):
+    if x.size(1) >= _length(self):
+        raise ValueError(f"T={x.size(1)} >= max_len={_length(self)}")
+    return self.dropout(x + self.pe[: x.size(1)])
+
+
+def _checked(self, x):
+    """x itself, after the length check every dropout mistake keeps."""
+    _too_long(self, x)
+    return x
+
+
+def _add_in_place(self, x):
+    _too_long(self, x)
+    x += self.pe[: x.size(1)]
+    return x
+
+
+FORWARD_MISTAKES = [
+    Mistake(
+        "pe multiplied, not added",
+        "The encoding is multiplied into x; it is added: x + self.pe[:T].",
+        lambda self, x: x * self.pe[: x.size(1)],
+    ),
+    Mistake(
+        "pe offset by one position",
+        "Position t got the encoding of position t + 1 (self.pe[1:T + 1]); position 0 gets row 0: "
+        "self.pe[:T].",
+        lambda self, x: x + self.pe[1 : x.size(1) + 1],
+    ),
+    Mistake(
+        "pe sliced on the wrong axis",
+        "self.pe[:, :T] slices the columns (D) of the [max_len, D] table; take its first T rows, "
+        "self.pe[:T].",
+        lambda self, x: x + self.pe[:, : x.size(1)],
+    ),
+    Mistake(
+        "the whole table added",
+        "The whole [max_len, D] table is added to x [B, T, D]; add only the rows of the T positions "
+        "in x: self.pe[:T], with T = x.size(1).",
+        lambda self, x: x + self.pe,
+    ),
+    Mistake(
+        "T taken from the batch axis",
+        "The table is cut to x.size(0) rows, which is the batch size B; the sequence length T is x.size(1).",
+        lambda self, x: x + self.pe[: x.size(0)],
+    ),
+    Mistake(
+        "T taken from the feature axis",
+        "The table is cut to x.size(-1) rows, which is d_model; the sequence length T is x.size(1).",
+        lambda self, x: x + self.pe[: x.size(-1)],
+    ),
+    Mistake(
+        "x changed in place",
+        "Writing x += ... or x.add_(...) changes the caller's tensor too: return a new tensor, "
+        "x + self.pe[:T].",
+        _add_in_place,
+    ),
+]
+LENGTH_MISTAKES = [
+    Mistake(
+        "no check that T <= max_len",
+        "A sequence longer than max_len must raise a ValueError that says so: compare T = x.size(1) "
+        "with max_len = self.pe.size(0) before slicing.",
+        lambda self, x: self.dropout(x + self.pe[: x.size(1)]),
+    ),
+    Mistake(
+        "T == max_len rejected",
+        "A sequence of exactly max_len tokens fits the table: raise only when T > max_len.",
+        _length_check_ge,
+    ),
+]
+DROPOUT_MISTAKES = [
+    Mistake(
+        "no dropout",
+        "The sum is not passed through dropout: return self.dropout(x + self.pe[:T]), with "
+        "self.dropout = nn.Dropout(dropout) made in __init__.",
+        lambda self, x: _checked(self, x) + self.pe[: x.size(1)],
+    ),
+    Mistake(
+        "dropout before the addition",
+        "Dropout is applied to x before the encoding is added; the paper applies it to the sum: "
+        "self.dropout(x + self.pe[:T]).",
+        lambda self, x: self.dropout(_checked(self, x)) + self.pe[: x.size(1)],
+    ),
+    Mistake(
+        "dropout also in eval mode",
+        "F.dropout without training=self.training keeps dropping in eval mode; use the module "
+        "nn.Dropout, which switches itself off after .eval().",
+        lambda self, x: torch.nn.functional.dropout(
+            _checked(self, x) + self.pe[: x.size(1)], self.dropout.p, training=True
+        ),
+    ),
+]
+MODULE_MISTAKES = FORWARD_MISTAKES + LENGTH_MISTAKES + DROPOUT_MISTAKES
+
+_BROADCAST = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
+
+
+def _error_key(error: BaseException) -> tuple[str, str]:
+    """An error's type and message, with the operands of a broadcast error in a fixed order
+    (x + pe and pe + x fail with the same sizes, named the other way round)."""
+    text = _BROADCAST.sub(lambda m: f"sizes {sorted((int(m[1]), int(m[2])))}", str(error))
+    return type(error).__name__, text
+
+
+def _outcomes(module, x, mistakes) -> list[tuple[Mistake, object]]:
+    """Each mistake with its output on a copy of x, or the exception it raises."""
+    results = []
+    for mistake in mistakes:
+        try:
+            with torch.no_grad(), exact_matmul():
+                results.append((mistake, mistake.compute(module, x.clone())))
+        except Exception as error:  # a mistake that crashes is named by its error
+            results.append((mistake, error))
+    return results
+
+
+def _forward(module, x: torch.Tensor, mistakes=FORWARD_MISTAKES) -> torch.Tensor:
+    """The learner's forward on x: a crash that a known mistake makes too is named; so is
+    an x changed in place."""
+    before = x.clone()
+    try:
+        out = call(MODULE, module, x)
+    except CheckFailure as failure:
+        error = failure.__cause__
+        if error is None or isinstance(error, NotImplementedError):
+            raise
+        for mistake, outcome in _outcomes(module, before, mistakes):
+            # only a failed broadcast is specific enough to name a mistake by its error
+            if (
+                isinstance(outcome, RuntimeError)
+                and _BROADCAST.search(str(outcome))
+                and (_error_key(outcome) == _error_key(error))
+            ):
+                raise CheckFailure(
+                    f"{MODULE}: your code fails like a known mistake, {mistake.name}. {mistake.hint}"
+                ) from error
+        if _BROADCAST.search(str(error)):
+            raise CheckFailure(
+                f"{failure} Adding the table did not broadcast: x is {X_LETTERS} = {list(x.shape)} and "
+                f"pe is {PE_LETTERS} = {list(module.pe.shape)}; add its first T rows, self.pe[:T]."
+            ) from error
+        raise
+    if not torch.equal(before, x):
+        in_place = FORWARD_MISTAKES[-1]
+        raise CheckFailure(f"{MODULE} changed its input `x` in place. {in_place.hint}")
+    return expect_tensor(MODULE, "the output", out).detach()
+
+
+def compare_module(module, x: torch.Tensor, expected: torch.Tensor) -> None:
+    """The learner's forward against ``expected``, naming a known mistake when it matches one."""
+    out = _forward(module, x)
+    wrong = [(m, o) for m, o in _outcomes(module, x, FORWARD_MISTAKES) if isinstance(o, torch.Tensor)]
+    expect_close(MODULE, "the output", out, expected, X_LETTERS, wrong)
+
+
+def _table_of(module) -> torch.Tensor:
+    """The module's buffer `pe`: a registered, persistent buffer, not a parameter."""
+    parameters = dict(module.named_parameters())
+    if "pe" in parameters:
+        raise CheckFailure(
+            f"{MODULE}: pe is an nn.Parameter, so an optimizer would train it; the table is fixed. "
+            "Register it as a buffer: self.register_buffer('pe', sinusoidal_encoding(max_len, d_model))."
+        )
+    if "pe" not in dict(module.named_buffers()):
+        found = type(getattr(module, "pe", None)).__name__ if hasattr(module, "pe") else "no attribute pe"
+        raise CheckFailure(
+            f"{MODULE}: expected a buffer named pe, found {found}. A plain tensor attribute does not "
+            "move with .to(device) and is not saved with the model: "
+            "self.register_buffer('pe', sinusoidal_encoding(max_len, d_model))."
+        )
+    if "pe" not in module.state_dict():
+        raise CheckFailure(
+            f"{MODULE}: the buffer pe is not in the state_dict (persistent=False); register it with "
+            "self.register_buffer('pe', ...), which keeps it persistent."
+        )
+    if parameters:
+        raise CheckFailure(
+            f"{MODULE}: expected no trainable parameters, found {sorted(parameters)}; the table is a buffer."
+        )
+    return module.pe
+
+
+def _module_with_table(cls, d_model: int, max_len: int, dropout: float = 0.0):
+    """The learner's module (float64, DEVICE, eval) with the formula's table loaded into pe."""
+    module = build(MODULE, cls, d_model, max_len=max_len, dropout=dropout)
+    _table_of(module)
+    load_weights(MODULE, module, {"pe": formula(max_len, d_model)})
+    return module
+
+
+def check_positional_encoding_buffer(cls) -> None:
+    """pe is a buffer [max_len, D] holding the sinusoidal table, and moves with .to()."""
+    module = call(MODULE, cls, D, max_len=M)
+    table = _table_of(module)
+    expect_tensor(MODULE, "pe", table)
+    expect_shape(MODULE, "the buffer pe", table, PE_LETTERS, (M, D))
+    expected = formula(M, D)
+    wrong = mistake_outputs(TABLE_MISTAKES, M, D)
+    try:
+        _table_values("the buffer pe", MODULE, table.to(DEVICE), expected, wrong)
+    except CheckFailure as failure:
+        detail = str(failure).removeprefix(f"{MODULE}: ").replace("your output", "the table")
+        raise CheckFailure(
+            f"{MODULE}: the buffer pe should hold sinusoidal_encoding(max_len, d_model); check {TABLE} "
+            f"first. {detail[:1].upper()}{detail[1:]}"
+        ) from None
+    moved = module.to(device=DEVICE, dtype=DTYPE)
+    expect_device(MODULE, "the buffer pe after .to(device)", moved.pe, DEVICE)
+    passed(f"{MODULE} keeps the sinusoidal table in a buffer pe {PE_LETTERS}, not a parameter")
+
+
+def check_positional_encoding_values(cls) -> None:
+    """forward(x) = x + pe[:T] for T < max_len, in eval mode, with the formula's table in pe."""
+    module = _module_with_table(cls, D, M)
+    x = random_tensor(B, T, D, seed=3)
+    compare_module(module, x, x + formula(M, D)[:T])
+    passed(f"{MODULE} returns x + pe[:T] of shape {X_LETTERS} = [{B}, {T}, {D}] (max_len = {M})")
+
+
+def expect_length_handling(module, d_model: int, max_len: int, batch: int, seed: int) -> None:
+    """T == max_len works; T == max_len + 1 raises ValueError."""
+    x = random_tensor(batch, max_len, d_model, seed=seed)
+    try:
+        out = call(MODULE, module, x)
+    except CheckFailure as failure:
+        if isinstance(failure.__cause__, ValueError):
+            raise CheckFailure(
+                f"{MODULE} raised ValueError for T = max_len = {max_len}. {LENGTH_MISTAKES[1].hint}"
+            ) from failure.__cause__
+        raise
+    out = expect_tensor(MODULE, "the output", out).detach()
+    expect_close(MODULE, "the output for T = max_len", out, x + module.pe, X_LETTERS)
+    longer = random_tensor(batch, max_len + 1, d_model, seed=seed + 1)
+    hint = LENGTH_MISTAKES[0].hint
+    try:
+        out = call(MODULE, module, longer)
+    except CheckFailure as failure:
+        error = failure.__cause__
+        if isinstance(error, ValueError):
+            return
+        if error is None or isinstance(error, NotImplementedError):
+            raise
+        raise CheckFailure(
+            f"{MODULE} raised {type(error).__name__} for T = {max_len + 1} > max_len = {max_len}: "
+            f"{error}. {hint}"
+        ) from error
+    raise CheckFailure(f"{MODULE} returned an output for T = {max_len + 1} > max_len = {max_len}. {hint}")
+
+
+def check_positional_encoding_too_long(cls) -> None:
+    """T == max_len fits; T > max_len is a ValueError."""
+    module = _module_with_table(cls, D, M)
+    expect_length_handling(module, D, M, B, seed=4)
+    passed(f"{MODULE} accepts T = max_len and raises ValueError for T > max_len")
+
+
+def expect_dropout(module, x: torch.Tensor, p: float, seed: int) -> None:
+    """With dropout p: eval mode adds the table and drops nothing; train mode zeroes entries of
+    x + pe[:T] and scales the rest by 1 / (1 - p)."""
+    target = x + module.pe[: x.size(1)]
+    module.eval()
+    out = _forward(module, x, [])
+    if not torch.allclose(out, target):
+        if _dropped_pattern(out, target):
+            raise CheckFailure(f"{MODULE}: in eval mode some outputs are zeroed. {DROPOUT_MISTAKES[2].hint}")
+        expect_close(MODULE, f"the output in eval mode with dropout={p}", out, target, X_LETTERS)
+    module.train()
+    try:
+        with torch.random.fork_rng(devices=[x.device] if x.device.type == "cuda" else []):
+            torch.manual_seed(seed)
+            out = _forward(module, x, [])
+    finally:
+        module.eval()
+    if _dropped_pattern(out, target, p):
+        return
+    if torch.allclose(out, target):
+        raise CheckFailure(f"{MODULE}: in training mode nothing is dropped out. {DROPOUT_MISTAKES[0].hint}")
+    pe = module.pe[: x.size(1)]
+    if _dropped_pattern(out - pe, x, p):
+        raise CheckFailure(f"{MODULE}: in training mode the output is wrong. {DROPOUT_MISTAKES[1].hint}")
+    raise CheckFailure(
+        f"{MODULE}: in training mode with dropout={p}, every output entry must be 0 (dropped) or "
+        f"(x + pe[:T]) / (1 - p) (kept and rescaled); yours are not. Apply nn.Dropout(dropout) "
+        "to the sum x + self.pe[:T]."
+    )
+
+
+def _dropped_pattern(out: torch.Tensor, target: torch.Tensor, p: float | None = None) -> bool:
+    """Some entries of ``out`` are 0, the others equal target / (1 - p) (any p when p is None)."""
+    if out.shape != target.shape:
+        return False
+    dropped = out == 0
+    if dropped.all() or not dropped.any():
+        return False
+    kept = ~dropped
+    if p is None:
+        scale = (out[kept] / target[kept]).mean()
+    else:
+        scale = 1.0 / (1.0 - p)
+    return bool(torch.allclose(out[kept], target[kept] * scale))
+
+
+def check_positional_encoding_dropout(cls) -> None:
+    """dropout=0.5: nothing dropped in eval mode; in train mode, dropout on x + pe[:T]."""
+    module = _module_with_table(cls, D, M, dropout=0.5)
+    expect_dropout(module, random_tensor(B, T, D, seed=5), 0.5, seed=6)
+    passed(f"{MODULE} applies dropout to x + pe[:T] in training mode only")
+
+
+CHECKS = {
+    TABLE: [check_sinusoidal_shape, check_sinusoidal_values, check_sinusoidal_odd],
+    MODULE: [
+        check_positional_encoding_buffer,
+        check_positional_encoding_values,
+        check_positional_encoding_too_long,
+        check_positional_encoding_dropout,
+    ],
+}
+CATALOGUE = {TABLE: TABLE_MISTAKES, MODULE: MODULE_MISTAKES}
