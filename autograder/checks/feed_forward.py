@@ -1,0 +1,261 @@
+"""Checks for lesson 07: PositionwiseFeedForward(d_model, d_ff, dropout=0.0, activation="relu").
+
+Oracle: the feed-forward part of torch.nn.TransformerEncoderLayer, linear2(activation(linear1(x))),
+with its linear1 and linear2 weights copied in (the names match), for activation "relu" and
+"gelu" (torch's exact, erf-based GELU). An unknown activation must raise ValueError.
+Inputs: [B, T, D] = [2, 5, 8] with d_ff = 20 (not 4 * D, so a hard-coded width shows).
+"""
+
+import math
+from types import SimpleNamespace
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from autograder.checks.core import (
+    CheckFailure,
+    Mistake,
+    build,
+    call,
+    expect_close,
+    expect_device,
+    expect_dtype,
+    expect_shape,
+    expect_tensor,
+    load_weights,
+    mistake_outputs,
+    passed,
+    unchanged,
+)
+from autograder.checks.device import DEVICE, DTYPE, random_tensor
+
+EXERCISE = "PositionwiseFeedForward"
+B, T, D, D_FF = 2, 5, 8, 20
+X = "[B, T, D]"
+ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
+
+
+# The mistakes' outputs. ``ffn`` is the learner's module (or a stand-in holding its linear1,
+# linear2 and the name of the activation it was asked for); ``x`` is the input [B, T, D].
+def _activation(ffn):
+    """The activation the module was asked for, as a function (a name or a function is stored)."""
+    activation = ffn.activation
+    return ACTIVATIONS[activation] if isinstance(activation, str) else activation
+
+
+def _asked_for_gelu(ffn) -> bool:
+    return ffn.activation == "gelu" or ffn.activation is F.gelu
+
+
+def _ffn(ffn, x, activation):
+    return ffn.linear2(activation(ffn.linear1(x)))
+
+
+def _tanh_gelu(ffn, x):
+    if _asked_for_gelu(ffn):
+        return _ffn(ffn, x, lambda h: F.gelu(h, approximate="tanh"))
+    return _ffn(ffn, x, _activation(ffn))
+
+
+MISTAKES = [
+    Mistake(
+        "no activation",
+        "There is no non-linearity between linear1 and linear2, so the two collapse into one linear "
+        "map: apply the activation to linear1's output, linear2(activation(linear1(x))).",
+        lambda ffn, x: ffn.linear2(ffn.linear1(x)),
+    ),
+    Mistake(
+        "activation after linear2 too",
+        "The activation is also applied to linear2's output; only the hidden layer goes through it: "
+        "return linear2(activation(linear1(x))) as it is.",
+        lambda ffn, x: _activation(ffn)(_ffn(ffn, x, _activation(ffn))),
+    ),
+    Mistake(
+        "activation on the input",
+        "The activation is applied to the input x, before linear1; it belongs between the two "
+        "layers: linear2(activation(linear1(x))).",
+        lambda ffn, x: ffn.linear2(ffn.linear1(_activation(ffn)(x))),
+    ),
+    Mistake(
+        "tanh approximation of GELU",
+        "For activation='gelu' you used the tanh approximation (approximate='tanh'); the course, "
+        "like torch's default, uses the exact erf form: F.gelu(x).",
+        _tanh_gelu,
+    ),
+    Mistake(
+        "ReLU where GELU was asked for",
+        "activation='gelu' was asked for but ReLU was applied: pick the function from the "
+        "activation argument (for example ACTIVATIONS[activation]) in __init__.",
+        lambda ffn, x: _ffn(ffn, x, F.relu),
+    ),
+    Mistake(
+        "GELU where ReLU was asked for",
+        "activation='relu' (the default) was asked for but GELU was applied: pick the function from "
+        "the activation argument (for example ACTIVATIONS[activation]) in __init__.",
+        lambda ffn, x: _ffn(ffn, x, F.gelu),
+    ),
+    Mistake(
+        "sigmoid instead of ReLU",
+        "The non-linearity is a sigmoid; the feed-forward network uses ReLU (F.relu) for 'relu' "
+        "and GELU (F.gelu) for 'gelu'.",
+        lambda ffn, x: _ffn(ffn, x, torch.sigmoid),
+    ),
+    Mistake(
+        "residual added inside the feed-forward network",
+        "The output includes the input (x + ...); the residual connection belongs to the encoder "
+        "layer (lesson 08), not here: return linear2(activation(linear1(x))).",
+        lambda ffn, x: x + _ffn(ffn, x, _activation(ffn)),
+    ),
+]
+
+
+# --- oracle and inputs ---------------------------------------------------------------------
+
+
+def torch_encoder_layer(d_model: int, d_ff: int, activation: str, seed: int) -> nn.TransformerEncoderLayer:
+    """nn.TransformerEncoderLayer (batch_first, dropout 0) in float64 on DEVICE; its linear1 and
+    linear2 get random weights drawn from ``seed``, the same on every device."""
+    with torch.random.fork_rng(devices=[]):  # leave the learner's random state alone
+        layer = nn.TransformerEncoderLayer(
+            d_model, 1, d_ff, dropout=0.0, activation=activation, batch_first=True
+        )
+    layer = layer.to(device=DEVICE, dtype=DTYPE)
+    with torch.no_grad():
+        for index, linear in enumerate((layer.linear1, layer.linear2)):
+            fan_in = linear.in_features
+            linear.weight.copy_(
+                random_tensor(*linear.weight.shape, seed=seed + 2 * index) / math.sqrt(fan_in)
+            )
+            linear.bias.copy_(0.5 * random_tensor(*linear.bias.shape, seed=seed + 2 * index + 1))
+    return layer
+
+
+def torch_state(layer) -> dict[str, torch.Tensor]:
+    """The feed-forward part of a torch Transformer layer: linear1.* and linear2.* (same names)."""
+    return {
+        f"{name}.{kind}": getattr(getattr(layer, name), kind).detach().clone()
+        for name in ("linear1", "linear2")
+        for kind in ("weight", "bias")
+    }
+
+
+def torch_feed_forward(layer, x: torch.Tensor) -> torch.Tensor:
+    """What the torch layer's feed-forward block computes (dropout is 0): linear2(act(linear1(x)))."""
+    with torch.no_grad():
+        return layer.linear2(layer.activation(layer.linear1(x)))
+
+
+def _run(module, x):
+    """The learner's forward on x, which must be a tensor and leave x unchanged."""
+    with unchanged(EXERCISE, x=x), torch.no_grad():
+        out = call(EXERCISE, module, x)
+    return expect_tensor(EXERCISE, "the output", out)
+
+
+def compare(module, activation: str, x, expected) -> None:
+    """The learner's module (built for ``activation``) on x against ``expected``, naming the
+    mistake the output matches."""
+    out = _run(module, x)
+    stand_in = SimpleNamespace(linear1=module.linear1, linear2=module.linear2, activation=activation)
+    with torch.no_grad():
+        wrong = mistake_outputs(MISTAKES, stand_in, x)
+    expect_close(EXERCISE, f"the output (activation={activation!r})", out, expected, X, wrong)
+
+
+def build_with(cls, d_model: int, d_ff: int, activation: str | None, state=None):
+    """The learner's module in float64 on DEVICE (activation None: the default), ``state`` loaded."""
+    kwargs = {} if activation is None else {"activation": activation}
+    module = build(EXERCISE, cls, d_model, d_ff, **kwargs)
+    if state is not None:
+        load_weights(EXERCISE, module, state)
+    return module
+
+
+# --- the checks ----------------------------------------------------------------------------
+
+
+def check_feed_forward_shapes(cls) -> None:
+    """linear1: D -> d_ff and linear2: d_ff -> D (torch's names and shapes); output [B, T, D]."""
+    module = build_with(cls, D, D_FF, None)
+    for name, shape in (("linear1", (D_FF, D)), ("linear2", (D, D_FF))):
+        linear = getattr(module, name, None)
+        if linear is None:
+            raise CheckFailure(
+                f"{EXERCISE}: your module has no attribute `{name}`; create it in __init__ as "
+                f"self.{name} = nn.Linear(...) (the name lets torch's weights load)."
+            )
+        if not isinstance(linear, nn.Linear):
+            raise CheckFailure(
+                f"{EXERCISE}: expected an attribute `{name}` that is an nn.Linear, got "
+                f"{type(linear).__name__}; create it in __init__ as self.{name} = nn.Linear(...)."
+            )
+        expect_shape(
+            EXERCISE,
+            f"{name}.weight",
+            linear.weight,
+            "[d_ff, D]" if name == "linear1" else "[D, d_ff]",
+            shape,
+        )
+    load_weights(EXERCISE, module, torch_state(torch_encoder_layer(D, D_FF, "relu", seed=0)))
+    x = random_tensor(B, T, D, seed=1)
+    out = _run(module, x)
+    expect_shape(EXERCISE, "the output", out, X, (B, T, D))
+    expect_dtype(EXERCISE, "the output", out, x.dtype)
+    expect_device(EXERCISE, "the output", out, x.device)
+    passed(f"{EXERCISE} has linear1 (D -> d_ff) and linear2 (d_ff -> D) and maps {X} to {X}")
+
+
+def _check_activation(cls, activation: str | None, seed: int) -> None:
+    name = activation or "relu"
+    layer = torch_encoder_layer(D, D_FF, name, seed=seed)
+    module = build_with(cls, D, D_FF, activation, torch_state(layer))
+    x = random_tensor(B, T, D, seed=seed + 10, scale=2.0)
+    compare(module, name, x, torch_feed_forward(layer, x))
+
+
+def check_feed_forward_relu(cls) -> None:
+    """The default activation: equal to nn.TransformerEncoderLayer's linear2(relu(linear1(x)))."""
+    _check_activation(cls, None, seed=20)
+    passed(f"{EXERCISE} with the default activation='relu' equals torch's linear2(relu(linear1(x)))")
+
+
+def check_feed_forward_gelu(cls) -> None:
+    """activation='gelu': equal to nn.TransformerEncoderLayer's linear2(gelu(linear1(x))), exact GELU."""
+    _check_activation(cls, "gelu", seed=40)
+    passed(f"{EXERCISE} with activation='gelu' equals torch's linear2(gelu(linear1(x))) (exact GELU)")
+
+
+def expect_value_error(cls, activation: str) -> None:
+    """Building the module with an unknown activation name must raise ValueError."""
+    build_with(cls, D, D_FF, None)  # a stub fails here with "not implemented yet"
+    try:
+        cls(D, D_FF, activation=activation)
+    except ValueError:
+        return
+    except Exception as error:
+        raise CheckFailure(
+            f"{EXERCISE}(d_model, d_ff, activation={activation!r}) raised {type(error).__name__}: {error}; "
+            "an unknown activation should raise a ValueError that names the allowed ones ('relu', 'gelu')."
+        ) from error
+    raise CheckFailure(
+        f"{EXERCISE}(d_model, d_ff, activation={activation!r}) was accepted; in __init__, raise a "
+        "ValueError that names the allowed activations ('relu', 'gelu') for any other name."
+    )
+
+
+def check_feed_forward_bad_activation(cls) -> None:
+    """An activation other than 'relu' or 'gelu' raises ValueError when the module is built."""
+    expect_value_error(cls, "swish")
+    passed(f"{EXERCISE}(..., activation='swish') raises ValueError")
+
+
+CHECKS = {
+    EXERCISE: [
+        check_feed_forward_shapes,
+        check_feed_forward_relu,
+        check_feed_forward_gelu,
+        check_feed_forward_bad_activation,
+    ]
+}
+CATALOGUE = {EXERCISE: MISTAKES}
