@@ -12,7 +12,10 @@ from traitlets.config import Config
 from autograder.lessons import COURSE, SOURCE
 
 COURSE_ID = "transformer-course"
-CELL_TIMEOUT_S = 120  # nbgrader's default is 30 s per cell; the lessons' slowest cell takes a few
+# nbgrader defaults to 30 s per cell. The lessons' slowest cell takes a few seconds on a
+# 2-core CPU; 60 s leaves room for a loaded grading machine and still stops a runaway
+# submission in a minute (it is reported, and the other submissions are graded).
+CELL_TIMEOUT_S = 60
 
 
 def course_config(workspace: Path, release: Path = COURSE, source: Path = SOURCE) -> Config:
