@@ -1,0 +1,915 @@
+"""Checks for lesson 08: EncoderLayer, DecoderLayer, Encoder and Decoder.
+
+Oracles: nn.TransformerEncoderLayer / nn.TransformerDecoderLayer and nn.TransformerEncoder /
+nn.TransformerDecoder with a final nn.LayerNorm (batch_first=True, dropout=0.0), their
+parameters set to seeded random values (PyTorch starts biases at 0, LayerNorms at (1, 0) and a
+stack's layers as copies of each other, which would hide a swapped norm or layer) and copied
+into the learner's module by the contract's names. The torch modules run in train() mode with
+dropout 0 and the "fast path" off, so they take their plain, exact code path.
+
+Masks: ours are True where a query may attend; torch's attn_mask is True where it may NOT and
+its key_padding_mask is True at padding, so the checks convert. Inputs: B=3, D=12, h=3,
+d_ff=20, T=5 for the encoder, T_tgt=4 != T_src=6 for the decoder, sequences of different
+lengths (padding), a causal mask.
+
+A decoder that mixes up the decoder and encoder sides (queries from memory, tgt_mask in the
+cross-attention, ...) usually crashes when T_tgt != T_src. The decoder checks then run it again
+with T_tgt == T_src and name the mistake its output matches.
+"""
+
+import contextlib
+import math
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+from torch import nn
+
+from autograder.checks.core import (
+    CheckFailure,
+    Mistake,
+    build,
+    call,
+    expect_close,
+    expect_device,
+    expect_dtype,
+    expect_shape,
+    expect_tensor,
+    load_weights,
+    passed,
+    unchanged,
+)
+from autograder.checks.device import DEVICE, DTYPE, exact_matmul, random_tensor
+
+D, H, D_FF = 12, 3, 20
+B, T, T_SRC, T_TGT = 3, 5, 6, 4
+N_LAYERS = 2
+ENC_OUT, DEC_OUT = "[B, T, D]", "[B, T_tgt, D]"
+
+# --- how a layer's sub-layers can be wired (the right way and the known wrong ways) ------------
+
+
+def _sublayer(x, norm, fn, style: str, residual: bool = True):
+    """One sub-layer with its residual connection and its norm, wired in one of these styles:
+
+    post: norm(x + fn(x))   pre: x + fn(norm(x))   and two wrong ones,
+    from-norm: norm(x) + fn(norm(x))   norm-output: x + norm(fn(x)).
+    """
+    if style == "post":
+        y = fn(x)
+        return norm(x + y) if residual else norm(y)
+    if style == "pre":
+        y = fn(norm(x))
+        return x + y if residual else y
+    if style == "from-norm":
+        h = norm(x)
+        return h + fn(h)
+    if style == "norm-output":
+        return x + norm(fn(x))
+    raise ValueError(style)
+
+
+WIRINGS = {  # wiring -> (style when norm_first=False, style when norm_first=True)
+    "right": ("post", "pre"),
+    "always post": ("post", "post"),
+    "inverted": ("pre", "post"),
+    "pre from norm": ("post", "from-norm"),
+    "pre norm on output": ("post", "norm-output"),
+    "post norm on output": ("norm-output", "pre"),
+}
+
+
+def _style(layer, wiring: str) -> str:
+    """The style of every sub-layer, from the wiring and the norm_first the layer was built with."""
+    return WIRINGS[wiring][bool(layer.norm_first)]
+
+
+def encoder_layer_variant(
+    layer,
+    x,
+    src_mask=None,
+    *,
+    wiring: str = "right",
+    residual: tuple[bool, bool] = (True, True),
+    mask: bool = True,
+    norms: tuple[str, str] = ("norm1", "norm2"),
+    ffn_first: bool = False,
+):
+    """EncoderLayer.forward with one thing changed (the defaults compute the right answer)."""
+    style = _style(layer, wiring)
+    used = src_mask if mask else None
+    attn_norm, ffn_norm = getattr(layer, norms[0]), getattr(layer, norms[1])
+
+    def attention(h):
+        return _sublayer(h, attn_norm, lambda z: layer.self_attn(z, z, z, used), style, residual[0])
+
+    def feed_forward(h):
+        return _sublayer(h, ffn_norm, layer.ffn, style, residual[1])
+
+    return attention(feed_forward(x)) if ffn_first else feed_forward(attention(x))
+
+
+def decoder_layer_variant(
+    layer,
+    x,
+    memory,
+    src_mask=None,
+    tgt_mask=None,
+    *,
+    wiring: str = "right",
+    residual: tuple[bool, bool, bool] = (True, True, True),
+    self_mask: str = "tgt",
+    cross_mask: str = "src",
+    cross: str = "right",
+    norms: tuple[str, str, str] = ("norm1", "norm2", "norm3"),
+):
+    """DecoderLayer.forward with one thing changed (the defaults compute the right answer).
+
+    cross: "right" = cross_attn(x, memory, memory), "swapped" = cross_attn(memory, x, x),
+    "self" = cross_attn(x, x, x), "normed memory" = Pre-LN with norm2 on the memory too.
+    Masks by name: "src", "tgt" or "none".
+    """
+    style = _style(layer, wiring)
+    masks = {"src": src_mask, "tgt": tgt_mask, "none": None}
+    n1, n2, n3 = (getattr(layer, name) for name in norms)
+
+    def cross_attention(z):
+        if cross == "swapped":
+            return layer.cross_attn(memory, z, z, masks[cross_mask])
+        if cross == "self":
+            return layer.cross_attn(z, z, z, masks[cross_mask])
+        if cross == "normed memory" and style == "pre":
+            return layer.cross_attn(z, n2(memory), n2(memory), masks[cross_mask])
+        return layer.cross_attn(z, memory, memory, masks[cross_mask])
+
+    x = _sublayer(x, n1, lambda z: layer.self_attn(z, z, z, masks[self_mask]), style, residual[0])
+    x = _sublayer(x, n2, cross_attention, style, residual[1])
+    return _sublayer(x, n3, layer.ffn, style, residual[2])
+
+
+def _changed(variant: Callable[..., Any], **change: Any) -> Callable[..., Any]:
+    """The mistake's compute: the layer's forward with one thing changed."""
+    return lambda layer, *args: variant(layer, *args, **change)
+
+
+ENCODER_LAYER_MISTAKES = [
+    Mistake(
+        "no residual connection around the self-attention",
+        "The self-attention sub-layer has no residual connection: add its input back, "
+        "x + self_attn(...) (Post-LN normalises that sum with norm1; Pre-LN adds it after the sub-layer).",
+        _changed(encoder_layer_variant, residual=(False, True)),
+    ),
+    Mistake(
+        "no residual connection around the feed-forward network",
+        "The feed-forward sub-layer has no residual connection: add its input back, x + ffn(...) "
+        "(Post-LN normalises that sum with norm2; Pre-LN adds it after the sub-layer).",
+        _changed(encoder_layer_variant, residual=(True, False)),
+    ),
+    Mistake(
+        "norm_first ignored (always Post-LN)",
+        "With norm_first=True your layer still computes Post-LN, norm(x + sublayer(x)); Pre-LN is "
+        "x + sublayer(norm(x)). Keep norm_first in __init__ and branch on it in forward.",
+        _changed(encoder_layer_variant, wiring="always post"),
+    ),
+    Mistake(
+        "norm_first inverted",
+        "With norm_first=False your layer computes Pre-LN; the default (the paper's Post-LN) is "
+        "x = norm(x + sublayer(x)). Check the direction of your `if norm_first` branch.",
+        _changed(encoder_layer_variant, wiring="inverted"),
+    ),
+    Mistake(
+        "Pre-LN residual taken from the normalised x",
+        "In your Pre-LN branch the residual carries norm(x): `x = self.norm1(x)` overwrote x before "
+        "the sub-layer. Keep x for the residual: h = self.norm1(x); "
+        "x = x + self.self_attn(h, h, h, src_mask).",
+        _changed(encoder_layer_variant, wiring="pre from norm"),
+    ),
+    Mistake(
+        "Pre-LN normalises the sub-layer's output",
+        "In your Pre-LN branch the norm is applied to the sub-layer's output, x + norm(sublayer(x)); "
+        "Pre-LN normalises the sub-layer's input: x + sublayer(norm(x)).",
+        _changed(encoder_layer_variant, wiring="pre norm on output"),
+    ),
+    Mistake(
+        "Post-LN normalises the sub-layer's output",
+        "In your Post-LN branch the norm is applied to the sub-layer's output only, x + norm(sublayer(x)); "
+        "Post-LN normalises the sum: x = norm(x + sublayer(x)).",
+        _changed(encoder_layer_variant, wiring="post norm on output"),
+    ),
+    Mistake(
+        "src_mask not passed to the self-attention",
+        "The mask has no effect: pass src_mask to the self-attention, self_attn(q, k, v, src_mask), "
+        "so that no position attends to padding.",
+        _changed(encoder_layer_variant, mask=False),
+    ),
+    Mistake(
+        "norm1 and norm2 swapped",
+        "norm1 and norm2 are used the other way round: norm1 belongs to the self-attention "
+        "sub-layer and norm2 to the feed-forward one (the weights are loaded by these names).",
+        _changed(encoder_layer_variant, norms=("norm2", "norm1")),
+    ),
+    Mistake(
+        "feed-forward before self-attention",
+        "The sub-layers run in the wrong order: first self-attention (with norm1), then the "
+        "feed-forward network (with norm2).",
+        _changed(encoder_layer_variant, ffn_first=True),
+    ),
+]
+
+DECODER_LAYER_MISTAKES = [
+    Mistake(
+        "no residual connection around the masked self-attention",
+        "The masked self-attention has no residual connection: add its input back, "
+        "x + self_attn(...) (Post-LN normalises that sum with norm1; Pre-LN adds it after the sub-layer).",
+        _changed(decoder_layer_variant, residual=(False, True, True)),
+    ),
+    Mistake(
+        "no residual connection around the cross-attention",
+        "The cross-attention has no residual connection: add its input back, x + cross_attn(...) "
+        "(Post-LN normalises that sum with norm2; Pre-LN adds it after the sub-layer).",
+        _changed(decoder_layer_variant, residual=(True, False, True)),
+    ),
+    Mistake(
+        "no residual connection around the feed-forward network",
+        "The feed-forward sub-layer has no residual connection: add its input back, x + ffn(...) "
+        "(Post-LN normalises that sum with norm3; Pre-LN adds it after the sub-layer).",
+        _changed(decoder_layer_variant, residual=(True, True, False)),
+    ),
+    Mistake(
+        "norm_first ignored (always Post-LN)",
+        "With norm_first=True your layer still computes Post-LN, norm(x + sublayer(x)); Pre-LN is "
+        "x + sublayer(norm(x)). Keep norm_first in __init__ and branch on it in forward.",
+        _changed(decoder_layer_variant, wiring="always post"),
+    ),
+    Mistake(
+        "norm_first inverted",
+        "With norm_first=False your layer computes Pre-LN; the default (the paper's Post-LN) is "
+        "x = norm(x + sublayer(x)). Check the direction of your `if norm_first` branch.",
+        _changed(decoder_layer_variant, wiring="inverted"),
+    ),
+    Mistake(
+        "Pre-LN residual taken from the normalised x",
+        "In your Pre-LN branch the residual carries norm(x): `x = self.norm1(x)` (or norm2, norm3) "
+        "overwrote x before the sub-layer. Keep x for the residual: h = self.norm1(x); "
+        "x = x + self.self_attn(h, h, h, tgt_mask).",
+        _changed(decoder_layer_variant, wiring="pre from norm"),
+    ),
+    Mistake(
+        "Pre-LN normalises the sub-layer's output",
+        "In your Pre-LN branch the norm is applied to the sub-layer's output, x + norm(sublayer(x)); "
+        "Pre-LN normalises the sub-layer's input: x + sublayer(norm(x)).",
+        _changed(decoder_layer_variant, wiring="pre norm on output"),
+    ),
+    Mistake(
+        "Post-LN normalises the sub-layer's output",
+        "In your Post-LN branch the norm is applied to the sub-layer's output only, x + norm(sublayer(x)); "
+        "Post-LN normalises the sum: x = norm(x + sublayer(x)).",
+        _changed(decoder_layer_variant, wiring="post norm on output"),
+    ),
+    Mistake(
+        "cross-attention with queries from memory and keys/values from x",
+        "Query and key/value are swapped in the cross-attention: the queries come from the "
+        "decoder and the keys and values from the encoder, cross_attn(x, memory, memory, src_mask).",
+        _changed(decoder_layer_variant, cross="swapped"),
+    ),
+    Mistake(
+        "cross-attention over x instead of memory",
+        "The cross-attention attends to the decoder's own x: its keys and values must be the "
+        "encoder's output, cross_attn(x, memory, memory, src_mask).",
+        _changed(decoder_layer_variant, cross="self"),
+    ),
+    Mistake(
+        "Pre-LN normalises the memory too",
+        "In your Pre-LN branch the memory goes through norm2 as well: normalise only the decoder's "
+        "side, cross_attn(norm2(x), memory, memory, src_mask); the encoder's final norm has already "
+        "normalised the memory.",
+        _changed(decoder_layer_variant, cross="normed memory"),
+    ),
+    Mistake(
+        "tgt_mask passed to the cross-attention",
+        "The cross-attention gets tgt_mask; it needs src_mask (which source positions are padding): "
+        "cross_attn(x, memory, memory, src_mask). tgt_mask belongs to the masked self-attention only.",
+        _changed(decoder_layer_variant, cross_mask="tgt"),
+    ),
+    Mistake(
+        "src_mask and tgt_mask swapped",
+        "src_mask and tgt_mask are swapped: the masked self-attention takes tgt_mask (causal), the "
+        "cross-attention takes src_mask (source padding). The order is "
+        "forward(x, memory, src_mask, tgt_mask).",
+        _changed(decoder_layer_variant, self_mask="src", cross_mask="tgt"),
+    ),
+    Mistake(
+        "tgt_mask not passed to the self-attention",
+        "The decoder's self-attention is not masked: pass tgt_mask, self_attn(q, k, v, tgt_mask), "
+        "so that a position cannot see the target tokens after it.",
+        _changed(decoder_layer_variant, self_mask="none"),
+    ),
+    Mistake(
+        "src_mask not passed to the cross-attention",
+        "The cross-attention ignores src_mask: pass it, cross_attn(x, memory, memory, src_mask), so "
+        "that padded source positions get no weight.",
+        _changed(decoder_layer_variant, cross_mask="none"),
+    ),
+    Mistake(
+        "norm1 and norm2 swapped",
+        "norm1 and norm2 are used the other way round: norm1 follows the masked self-attention, "
+        "norm2 the cross-attention, norm3 the feed-forward network.",
+        _changed(decoder_layer_variant, norms=("norm2", "norm1", "norm3")),
+    ),
+    Mistake(
+        "norm2 and norm3 swapped",
+        "norm2 and norm3 are used the other way round: norm1 follows the masked self-attention, "
+        "norm2 the cross-attention, norm3 the feed-forward network.",
+        _changed(decoder_layer_variant, norms=("norm1", "norm3", "norm2")),
+    ),
+]
+
+
+def _encoder_stack(stack, x, src_mask=None, *, order=None, final=True, each=False, mask=True):
+    layers = list(stack.layers)
+    for layer in layers if order is None else order(layers):
+        x = layer(x, src_mask if mask else None)
+        x = stack.norm(x) if each else x
+    return stack.norm(x) if final else x
+
+
+def _decoder_stack(
+    stack, x, memory, src_mask=None, tgt_mask=None, *, order=None, final=True, each=False, mask="right"
+):
+    layers = list(stack.layers)
+    masks = {"right": (src_mask, tgt_mask), "none": (None, None), "swapped": (tgt_mask, src_mask)}[mask]
+    for layer in layers if order is None else order(layers):
+        x = layer(x, memory, *masks)
+        x = stack.norm(x) if each else x
+    return stack.norm(x) if final else x
+
+
+def _stack_mistakes(variant, mask_hint: str, extra: list[Mistake]) -> list[Mistake]:
+    return [
+        Mistake(
+            "final norm missing",
+            "The stack ends without its final LayerNorm: return self.norm(x) after the loop over the layers.",
+            lambda stack, *args: variant(stack, *args, final=False),
+        ),
+        Mistake(
+            "only the first layer applied",
+            "Only layers[0] is applied: loop over all of self.layers, each layer taking the previous "
+            "layer's output (x = layer(x, ...)).",
+            lambda stack, *args: variant(stack, *args, order=lambda layers: layers[:1]),
+        ),
+        Mistake(
+            "only the last layer counts",
+            "Only the last layer's work survives: each layer must take the previous layer's output, "
+            "x = layer(x, ...), not the stack's input again (out = layer(x, ...) with x never updated).",
+            lambda stack, *args: variant(stack, *args, order=lambda layers: layers[-1:]),
+        ),
+        Mistake(
+            "layers in reverse order",
+            "The layers run in reverse order: apply self.layers in order, layers[0] first.",
+            lambda stack, *args: variant(stack, *args, order=lambda layers: layers[::-1]),
+        ),
+        Mistake(
+            "final norm after every layer",
+            "The final norm is applied after every layer: apply self.norm once, after the loop.",
+            lambda stack, *args: variant(stack, *args, each=True, final=False),
+        ),
+        Mistake(
+            "masks not passed to the layers",
+            mask_hint,
+            lambda stack, *args: variant(stack, *args, mask=False if variant is _encoder_stack else "none"),
+        ),
+        *extra,
+    ]
+
+
+ENCODER_MISTAKES = _stack_mistakes(
+    _encoder_stack, "The layers get no mask: pass src_mask on to every layer, layer(x, src_mask).", []
+)
+DECODER_MISTAKES = _stack_mistakes(
+    _decoder_stack,
+    "The layers get no masks: pass memory, src_mask and tgt_mask on to every layer, "
+    "layer(x, memory, src_mask, tgt_mask).",
+    [
+        Mistake(
+            "src_mask and tgt_mask swapped in the layer call",
+            "The layers get src_mask and tgt_mask the other way round: DecoderLayer's forward is "
+            "(x, memory, src_mask, tgt_mask).",
+            lambda stack, *args: _decoder_stack(stack, *args, mask="swapped"),
+        )
+    ],
+)
+
+# --- PyTorch's modules as oracles ----------------------------------------------------------------
+
+
+@torch.no_grad()
+def randomize_(module: nn.Module, seed: int) -> nn.Module:
+    """Seeded random parameters, in place: matrices N(0, 1/fan_in), vectors N(0, 0.5^2), norm
+    weights (gamma) around 1. The same values on every device."""
+    generator = torch.Generator().manual_seed(seed)
+    for name, parameter in module.named_parameters():
+        if parameter.dim() >= 2:
+            values = torch.randn(parameter.shape, generator=generator, dtype=DTYPE) / math.sqrt(
+                parameter.size(-1)
+            )
+        else:
+            values = torch.randn(parameter.shape, generator=generator, dtype=DTYPE) * 0.5
+            if name.endswith("gamma") or ("norm" in name and name.endswith("weight")):
+                values = values + 1.0
+        parameter.copy_(values)
+    return module
+
+
+def _prefixed(prefix: str, state: dict) -> dict:
+    return {f"{prefix}.{key}": value for key, value in state.items()}
+
+
+def _linear(linear: nn.Linear) -> dict:
+    return {"weight": linear.weight, "bias": linear.bias}
+
+
+def _norm(norm: nn.LayerNorm) -> dict:
+    return {"gamma": norm.weight, "beta": norm.bias}
+
+
+def _attention(mha: nn.MultiheadAttention) -> dict:
+    """in_proj_weight [3D, D] and in_proj_bias hold q, k, v in that order; out_proj is w_o."""
+    state = {}
+    for name, weight, bias in zip(
+        ("w_q", "w_k", "w_v"), mha.in_proj_weight.chunk(3), mha.in_proj_bias.chunk(3), strict=True
+    ):
+        state |= {f"{name}.weight": weight, f"{name}.bias": bias}
+    return state | _prefixed("w_o", _linear(mha.out_proj))
+
+
+def encoder_layer_state(layer: nn.TransformerEncoderLayer) -> dict:
+    return (
+        _prefixed("self_attn", _attention(layer.self_attn))
+        | _prefixed("ffn.linear1", _linear(layer.linear1))
+        | _prefixed("ffn.linear2", _linear(layer.linear2))
+        | _prefixed("norm1", _norm(layer.norm1))
+        | _prefixed("norm2", _norm(layer.norm2))
+    )
+
+
+def decoder_layer_state(layer: nn.TransformerDecoderLayer) -> dict:
+    """PyTorch calls the cross-attention multihead_attn."""
+    return (
+        _prefixed("self_attn", _attention(layer.self_attn))
+        | _prefixed("cross_attn", _attention(layer.multihead_attn))
+        | _prefixed("ffn.linear1", _linear(layer.linear1))
+        | _prefixed("ffn.linear2", _linear(layer.linear2))
+        | _prefixed("norm1", _norm(layer.norm1))
+        | _prefixed("norm2", _norm(layer.norm2))
+        | _prefixed("norm3", _norm(layer.norm3))
+    )
+
+
+def stack_state(stack: nn.TransformerEncoder | nn.TransformerDecoder) -> dict:
+    layer_state = encoder_layer_state if isinstance(stack, nn.TransformerEncoder) else decoder_layer_state
+    state = {}
+    for index, layer in enumerate(stack.layers):
+        state |= _prefixed(f"layers.{index}", layer_state(layer))
+    return state | _prefixed("norm", _norm(stack.norm))
+
+
+def _detached(state: dict) -> dict:
+    return {key: value.detach().clone() for key, value in state.items()}
+
+
+def torch_encoder_layer(norm_first: bool, seed: int) -> nn.TransformerEncoderLayer:
+    layer = nn.TransformerEncoderLayer(
+        D, H, D_FF, dropout=0.0, batch_first=True, norm_first=norm_first, device=DEVICE, dtype=DTYPE
+    )
+    return randomize_(layer, seed).train()  # train() with dropout 0: the plain path, no "fast path"
+
+
+def torch_decoder_layer(norm_first: bool, seed: int) -> nn.TransformerDecoderLayer:
+    layer = nn.TransformerDecoderLayer(
+        D, H, D_FF, dropout=0.0, batch_first=True, norm_first=norm_first, device=DEVICE, dtype=DTYPE
+    )
+    return randomize_(layer, seed).train()
+
+
+def torch_encoder(norm_first: bool, seed: int) -> nn.TransformerEncoder:
+    stack = nn.TransformerEncoder(
+        torch_encoder_layer(norm_first, seed),
+        N_LAYERS,
+        norm=nn.LayerNorm(D, device=DEVICE, dtype=DTYPE),
+        enable_nested_tensor=False,
+    )
+    return randomize_(stack, seed).train()  # torch's layers start as copies of each other
+
+
+def torch_decoder(norm_first: bool, seed: int) -> nn.TransformerDecoder:
+    stack = nn.TransformerDecoder(
+        torch_decoder_layer(norm_first, seed), N_LAYERS, norm=nn.LayerNorm(D, device=DEVICE, dtype=DTYPE)
+    )
+    return randomize_(stack, seed).train()
+
+
+@contextlib.contextmanager
+def _plain_torch() -> Iterator[None]:
+    """No gradients, exact float64 matmuls and no fused "fast path" in torch's layers."""
+    before = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        with torch.no_grad(), exact_matmul():
+            yield
+    finally:
+        torch.backends.mha.set_fastpath_enabled(before)
+
+
+# --- inputs and masks ----------------------------------------------------------------------------
+
+
+def causal(size: int) -> torch.Tensor:
+    """Bool[T, T], True where the key is not after the query (ours: True = may attend)."""
+    return torch.ones(size, size, dtype=torch.bool, device=DEVICE).tril()
+
+
+def lengths_mask(lengths: list[int], size: int) -> torch.Tensor:
+    """Right-padded sequences of these lengths -> Bool[B, 1, 1, size], True at real tokens."""
+    positions = torch.arange(size, device=DEVICE)
+    return (positions < torch.tensor(lengths, device=DEVICE)[:, None])[:, None, None, :]
+
+
+def torch_padding(mask: torch.Tensor) -> torch.Tensor:
+    """Our padding mask Bool[B, 1, 1, T_k] -> torch's key_padding_mask Bool[B, T_k], True at padding."""
+    return ~mask[:, 0, 0, :]
+
+
+SRC_LENGTHS, TGT_LENGTHS, ENC_LENGTHS = [6, 2, 4], [4, 3, 2], [5, 2, 3]
+
+# --- running the learner's modules -----------------------------------------------------------------
+
+
+class _AsBuilt:
+    """The learner's layer as the check built it: its sub-modules by the contract's names, and the
+    norm_first the check passed (the contract does not name the attribute that stores it)."""
+
+    def __init__(self, layer: nn.Module, norm_first: bool):
+        self._layer, self.norm_first = layer, norm_first
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._layer, name)
+
+
+def _mistake_outputs(mistakes: list[Mistake], *args: Any) -> list[tuple[Mistake, Any]]:
+    """Each mistake's output on these arguments; None where that mistake would crash."""
+    outputs = []
+    with torch.no_grad(), exact_matmul():
+        for mistake in mistakes:
+            try:
+                outputs.append((mistake, mistake.compute(*args)))
+            except Exception:
+                outputs.append((mistake, None))
+    return outputs
+
+
+def _output(exercise: str, module: nn.Module, *args: torch.Tensor | None) -> torch.Tensor:
+    """Call the learner's module, check that it left its inputs alone and returned a tensor."""
+    names = ("x", "src_mask") if exercise.startswith("Encoder") else ("x", "memory", "src_mask", "tgt_mask")
+    inputs = {name: t for name, t in zip(names, args, strict=True) if t is not None}
+    with unchanged(exercise, **inputs):
+        out = call(exercise, module, *args)
+    return expect_tensor(exercise, "the output", out)
+
+
+def _run_decoder(exercise, module, target, mistakes, x, memory, src_mask=None, tgt_mask=None):
+    """Run a decoder (layer or stack). If it crashes for T_tgt != T_src, run it again with
+    T_tgt == T_src, and if it then matches a known mistake, name that mistake."""
+    try:
+        return _output(exercise, module, x, memory, src_mask, tgt_mask)
+    except CheckFailure as failure:
+        crash = failure.__cause__
+        if crash is None or isinstance(crash, NotImplementedError) or x.size(1) == memory.size(1):
+            raise
+        square = memory.size(1)
+        x2 = random_tensor(x.size(0), square, x.size(2), seed=99)
+        lengths = [max(1, square - 2 * i) for i in range(x.size(0))]
+        tgt2 = None if tgt_mask is None else causal(square) & lengths_mask(lengths, square)
+        try:
+            with exact_matmul():
+                out = module(x2, memory, src_mask, tgt2)
+        except Exception:
+            raise failure from crash
+        for mistake, wrong in _mistake_outputs(mistakes, target, x2, memory, src_mask, tgt2):
+            if isinstance(wrong, torch.Tensor) and wrong.shape == out.shape and torch.allclose(out, wrong):
+                raise CheckFailure(
+                    f"{exercise} raised {type(crash).__name__} for T_tgt={x.size(1)} != "
+                    f"T_src={memory.size(1)}; "
+                    f"with T_tgt == T_src it runs, and its output matches a known mistake, {mistake.name}. "
+                    f"{mistake.hint}"
+                ) from crash
+        raise
+
+
+def compare_encoder_layer(layer, norm_first: bool, x, src_mask, expected) -> None:
+    """The learner's EncoderLayer (weights loaded) against ``expected``, naming a known mistake."""
+    out = _output("EncoderLayer", layer, x, src_mask)
+    wrong = _mistake_outputs(ENCODER_LAYER_MISTAKES, _AsBuilt(layer, norm_first), x, src_mask)
+    expect_close("EncoderLayer", "the output", out, expected, ENC_OUT, wrong)
+
+
+def compare_decoder_layer(layer, norm_first: bool, x, memory, src_mask, tgt_mask, expected) -> None:
+    """The learner's DecoderLayer (weights loaded) against ``expected``, naming a known mistake."""
+    target = _AsBuilt(layer, norm_first)
+    out = _run_decoder("DecoderLayer", layer, target, DECODER_LAYER_MISTAKES, x, memory, src_mask, tgt_mask)
+    wrong = _mistake_outputs(DECODER_LAYER_MISTAKES, target, x, memory, src_mask, tgt_mask)
+    expect_close("DecoderLayer", "the output", out, expected, DEC_OUT, wrong)
+
+
+def compare_encoder(stack, x, src_mask, expected) -> None:
+    out = _output("Encoder", stack, x, src_mask)
+    expect_close(
+        "Encoder",
+        "the output",
+        out,
+        expected,
+        ENC_OUT,
+        _mistake_outputs(ENCODER_MISTAKES, stack, x, src_mask),
+    )
+
+
+def compare_decoder(stack, x, memory, src_mask, tgt_mask, expected) -> None:
+    out = _run_decoder("Decoder", stack, stack, DECODER_MISTAKES, x, memory, src_mask, tgt_mask)
+    wrong = _mistake_outputs(DECODER_MISTAKES, stack, x, memory, src_mask, tgt_mask)
+    expect_close("Decoder", "the output", out, expected, DEC_OUT, wrong)
+
+
+def _layer(cls, exercise: str, norm_first: bool, state: dict) -> nn.Module:
+    layer = build(exercise, cls, D, H, D_FF, dropout=0.0, norm_first=norm_first)
+    load_weights(exercise, layer, _detached(state))
+    return layer
+
+
+def _encoder_inputs(seed: int):
+    return random_tensor(B, T, D, seed=seed), lengths_mask(ENC_LENGTHS, T)
+
+
+def _decoder_inputs(seed: int):
+    x, memory = random_tensor(B, T_TGT, D, seed=seed), random_tensor(B, T_SRC, D, seed=seed + 1)
+    return x, memory, lengths_mask(SRC_LENGTHS, T_SRC), lengths_mask(TGT_LENGTHS, T_TGT)
+
+
+def _expect_output(exercise: str, out: torch.Tensor, reference: torch.Tensor, letters: str, shape) -> None:
+    expect_shape(exercise, "the output", out, letters, shape)
+    expect_dtype(exercise, "the output", out, reference.dtype)
+    expect_device(exercise, "the output", out, reference.device)
+
+
+# --- EncoderLayer ----------------------------------------------------------------------------------
+
+ENC_NAME = "EncoderLayer"
+
+
+def _encoder_layer_against_torch(cls, norm_first: bool, seed: int, masked: bool) -> None:
+    oracle = torch_encoder_layer(norm_first, seed)
+    layer = _layer(cls, ENC_NAME, norm_first, encoder_layer_state(oracle))
+    x, padding = _encoder_inputs(seed + 1)
+    if masked:
+        mask = padding & causal(T)  # [B, 1, T, T]
+        torch_masks = {"src_mask": ~causal(T), "src_key_padding_mask": torch_padding(padding)}
+    else:
+        mask, torch_masks = None, {}
+    with _plain_torch():
+        expected = oracle(x, **torch_masks)
+    compare_encoder_layer(layer, norm_first, x, mask, expected)
+    return layer, x, mask
+
+
+def check_encoder_layer_shapes(cls) -> None:
+    """Parameters by the contract's names; x [B, T, D] -> [B, T, D], float64 on the inputs' device."""
+    oracle = torch_encoder_layer(False, seed=0)
+    layer = _layer(cls, ENC_NAME, False, encoder_layer_state(oracle))
+    x, _ = _encoder_inputs(seed=1)
+    _expect_output(ENC_NAME, _output(ENC_NAME, layer, x, None), x, ENC_OUT, (B, T, D))
+    passed(f"{ENC_NAME} has self_attn, ffn, norm1, norm2 and maps x {ENC_OUT} to {ENC_OUT} = {[B, T, D]}")
+
+
+def check_encoder_layer_post_ln(cls) -> None:
+    """Post-LN (norm_first=False): equal to nn.TransformerEncoderLayer with the same weights."""
+    _encoder_layer_against_torch(cls, norm_first=False, seed=10, masked=False)
+    passed(f"{ENC_NAME} (Post-LN) equals torch's nn.TransformerEncoderLayer(norm_first=False)")
+
+
+def check_encoder_layer_pre_ln(cls) -> None:
+    """Pre-LN (norm_first=True): equal to nn.TransformerEncoderLayer(norm_first=True)."""
+    _encoder_layer_against_torch(cls, norm_first=True, seed=20, masked=False)
+    passed(f"{ENC_NAME} (Pre-LN) equals torch's nn.TransformerEncoderLayer(norm_first=True)")
+
+
+def check_encoder_layer_mask(cls) -> None:
+    """With a padding & causal src_mask [B, 1, T, T], both norm_first; with a padding mask
+    [B, 1, 1, T], a padded token moves no other position."""
+    for norm_first, seed in ((False, 30), (True, 40)):
+        layer, x, _ = _encoder_layer_against_torch(cls, norm_first, seed, masked=True)
+    padding = lengths_mask(ENC_LENGTHS, T)
+    moved = x.clone()
+    moved[1, 2:] += 10.0  # sequence 1 has 2 real tokens: positions 2 and after are padding
+    out, out_moved = _output(ENC_NAME, layer, x, padding), _output(ENC_NAME, layer, moved, padding)
+    if not torch.allclose(out[1, :2], out_moved[1, :2]):
+        raise CheckFailure(
+            f"{ENC_NAME}: with a padding mask [B, 1, 1, T], changing the padding tokens' inputs changed "
+            "the outputs of the real tokens: pass src_mask to the self-attention."
+        )
+    passed(f"{ENC_NAME} applies src_mask (padding and causal) like torch, for Post-LN and Pre-LN")
+
+
+# --- DecoderLayer ----------------------------------------------------------------------------------
+
+DEC_NAME = "DecoderLayer"
+
+
+def _decoder_layer_against_torch(cls, norm_first: bool, seed: int, masked: bool):
+    oracle = torch_decoder_layer(norm_first, seed)
+    layer = _layer(cls, DEC_NAME, norm_first, decoder_layer_state(oracle))
+    x, memory, src_padding, tgt_padding = _decoder_inputs(seed + 1)
+    if masked:
+        src_mask, tgt_mask = src_padding, tgt_padding & causal(T_TGT)  # [B,1,1,T_src], [B,1,T_tgt,T_tgt]
+        torch_masks = {
+            "tgt_mask": ~causal(T_TGT),
+            "tgt_key_padding_mask": torch_padding(tgt_padding),
+            "memory_key_padding_mask": torch_padding(src_padding),
+        }
+    else:
+        src_mask = tgt_mask = None
+        torch_masks = {}
+    with _plain_torch():
+        expected = oracle(x, memory, **torch_masks)
+    compare_decoder_layer(layer, norm_first, x, memory, src_mask, tgt_mask, expected)
+    return layer, x, memory, src_mask, tgt_mask
+
+
+def check_decoder_layer_shapes(cls) -> None:
+    """Parameters by the contract's names; x [B, T_tgt, D], memory [B, T_src, D] -> [B, T_tgt, D]."""
+    oracle = torch_decoder_layer(False, seed=50)
+    layer = _layer(cls, DEC_NAME, False, decoder_layer_state(oracle))
+    x, memory, _, _ = _decoder_inputs(seed=51)
+    out = _run_decoder(DEC_NAME, layer, _AsBuilt(layer, False), DECODER_LAYER_MISTAKES, x, memory)
+    _expect_output(DEC_NAME, out, x, DEC_OUT, (B, T_TGT, D))
+    passed(
+        f"{DEC_NAME} has self_attn, cross_attn, ffn, norm1..3 and maps x {DEC_OUT} and memory "
+        f"[B, T_src, D] to {DEC_OUT} = {[B, T_TGT, D]} for T_tgt={T_TGT} != T_src={T_SRC}"
+    )
+
+
+def check_decoder_layer_post_ln(cls) -> None:
+    """Post-LN (norm_first=False): equal to nn.TransformerDecoderLayer with the same weights."""
+    _decoder_layer_against_torch(cls, norm_first=False, seed=60, masked=False)
+    passed(f"{DEC_NAME} (Post-LN) equals torch's nn.TransformerDecoderLayer(norm_first=False)")
+
+
+def check_decoder_layer_pre_ln(cls) -> None:
+    """Pre-LN (norm_first=True): equal to nn.TransformerDecoderLayer(norm_first=True)."""
+    _decoder_layer_against_torch(cls, norm_first=True, seed=70, masked=False)
+    passed(f"{DEC_NAME} (Pre-LN) equals torch's nn.TransformerDecoderLayer(norm_first=True)")
+
+
+def check_decoder_layer_masks(cls) -> None:
+    """src_mask (source padding) and tgt_mask (causal and target padding), both norm_first; the
+    future and padded source positions cannot move the output."""
+    for norm_first, seed in ((False, 80), (True, 90)):
+        layer, x, memory, src_mask, tgt_mask = _decoder_layer_against_torch(
+            cls, norm_first, seed, masked=True
+        )
+    out = _output(DEC_NAME, layer, x, memory, src_mask, tgt_mask)
+    future = x.clone()
+    future[:, -1] += 10.0  # the last target position: in every earlier position's future
+    if not torch.allclose(out[:, :-1], _output(DEC_NAME, layer, future, memory, src_mask, tgt_mask)[:, :-1]):
+        raise CheckFailure(f"{DEC_NAME}: changing the last target token changed the outputs before it")
+    padded = memory.clone()
+    padded[1, -1] += 10.0  # source sequence 1 has 2 real tokens: its last position is padding
+    if not torch.allclose(out, _output(DEC_NAME, layer, x, padded, src_mask, tgt_mask)):
+        raise CheckFailure(f"{DEC_NAME}: changing a padded source position of memory changed the output")
+    passed(
+        f"{DEC_NAME} applies tgt_mask to the self-attention and src_mask to the cross-attention, like torch"
+    )
+
+
+# --- Encoder and Decoder stacks -----------------------------------------------------------------------
+
+
+def check_stack_structure(exercise: str, stack: nn.Module, n_layers: int) -> None:
+    """``layers``: an nn.ModuleList of n_layers different layers sharing no parameter; a ``norm``."""
+    layers = getattr(stack, "layers", None)
+    if not isinstance(layers, nn.ModuleList):
+        raise CheckFailure(
+            f"{exercise}: expected an attribute `layers` that is an nn.ModuleList, got "
+            f"{'no attribute layers' if layers is None else type(layers).__name__}; a plain list hides "
+            "the layers' parameters from .parameters(), .to() and the state_dict."
+        )
+    if len(layers) != n_layers:
+        raise CheckFailure(
+            f"{exercise}: expected n_layers = {n_layers} layers in `layers`, got {len(layers)}"
+        )
+    ids = [id(p) for layer in layers for p in layer.parameters()]
+    if len({id(layer) for layer in layers}) < n_layers or len(set(ids)) < len(ids):
+        raise CheckFailure(
+            f"{exercise}: the layers share their parameters (`[layer] * n_layers` repeats one layer "
+            f"object): build a new layer for each, e.g. nn.ModuleList(Layer(...) for _ in range(n_layers))."
+        )
+    if not isinstance(getattr(stack, "norm", None), nn.Module):
+        raise CheckFailure(f"{exercise}: expected a final LayerNorm in an attribute `norm`")
+
+
+def _check_structure(exercise: str, cls) -> None:
+    for n_layers in (N_LAYERS, 3):
+        stack = build(exercise, cls, D, H, D_FF, n_layers, dropout=0.0, norm_first=False)
+        check_stack_structure(exercise, stack, n_layers)
+    passed(f"{exercise}: `layers` is an nn.ModuleList of n_layers different layers, then a final `norm`")
+
+
+def check_encoder_structure(cls) -> None:
+    _check_structure("Encoder", cls)
+
+
+def check_decoder_structure(cls) -> None:
+    _check_structure("Decoder", cls)
+
+
+def _first_layer_fails(exercise: str, layer_name: str, norm_first: bool, problem: str) -> CheckFailure:
+    return CheckFailure(
+        f"{exercise}: its first layer, layers[0], {problem} nn.Transformer{layer_name}(norm_first="
+        f"{norm_first}) computes. Make {layer_name} pass its own checks first, and pass d_model, n_heads, "
+        f"d_ff, dropout and norm_first on to every layer."
+    )
+
+
+def check_encoder_values(cls) -> None:
+    """Equal to nn.TransformerEncoder (2 layers, final nn.LayerNorm), Post-LN and Pre-LN, with src_mask."""
+    for norm_first, seed in ((False, 100), (True, 110)):
+        oracle = torch_encoder(norm_first, seed)
+        stack = build("Encoder", cls, D, H, D_FF, N_LAYERS, dropout=0.0, norm_first=norm_first)
+        check_stack_structure("Encoder", stack, N_LAYERS)
+        load_weights("Encoder", stack, _detached(stack_state(oracle)))
+        x, padding = _encoder_inputs(seed + 1)
+        with _plain_torch():
+            first = oracle.layers[0](x, src_key_padding_mask=torch_padding(padding))
+            expected = oracle(x, src_key_padding_mask=torch_padding(padding))
+        try:
+            with torch.no_grad(), exact_matmul():
+                mine = stack.layers[0](x, padding)
+        except Exception as error:
+            raise _first_layer_fails(
+                "Encoder", "EncoderLayer", norm_first, "raises an error where"
+            ) from error
+        if not (isinstance(mine, torch.Tensor) and mine.shape == first.shape and torch.allclose(mine, first)):
+            raise _first_layer_fails("Encoder", "EncoderLayer", norm_first, "does not compute what")
+        compare_encoder(stack, x, padding, expected)
+    passed("Encoder equals torch's nn.TransformerEncoder with a final LayerNorm, Post-LN and Pre-LN")
+
+
+def check_decoder_values(cls) -> None:
+    """Equal to nn.TransformerDecoder (2 layers, final nn.LayerNorm), Post-LN and Pre-LN, with both masks."""
+    for norm_first, seed in ((False, 120), (True, 130)):
+        oracle = torch_decoder(norm_first, seed)
+        stack = build("Decoder", cls, D, H, D_FF, N_LAYERS, dropout=0.0, norm_first=norm_first)
+        check_stack_structure("Decoder", stack, N_LAYERS)
+        load_weights("Decoder", stack, _detached(stack_state(oracle)))
+        x, memory, src_padding, tgt_padding = _decoder_inputs(seed + 1)
+        src_mask, tgt_mask = src_padding, tgt_padding & causal(T_TGT)
+        torch_masks = {
+            "tgt_mask": ~causal(T_TGT),
+            "tgt_key_padding_mask": torch_padding(tgt_padding),
+            "memory_key_padding_mask": torch_padding(src_padding),
+        }
+        with _plain_torch():
+            first = oracle.layers[0](x, memory, **torch_masks)
+            expected = oracle(x, memory, **torch_masks)
+        try:
+            with torch.no_grad(), exact_matmul():
+                mine = stack.layers[0](x, memory, src_mask, tgt_mask)
+        except Exception as error:
+            raise _first_layer_fails(
+                "Decoder", "DecoderLayer", norm_first, "raises an error where"
+            ) from error
+        if not (isinstance(mine, torch.Tensor) and mine.shape == first.shape and torch.allclose(mine, first)):
+            raise _first_layer_fails("Decoder", "DecoderLayer", norm_first, "does not compute what")
+        compare_decoder(stack, x, memory, src_mask, tgt_mask, expected)
+    passed("Decoder equals torch's nn.TransformerDecoder with a final LayerNorm, Post-LN and Pre-LN")
+
+
+CHECKS = {
+    "EncoderLayer": [
+        check_encoder_layer_shapes,
+        check_encoder_layer_post_ln,
+        check_encoder_layer_pre_ln,
+        check_encoder_layer_mask,
+    ],
+    "DecoderLayer": [
+        check_decoder_layer_shapes,
+        check_decoder_layer_post_ln,
+        check_decoder_layer_pre_ln,
+        check_decoder_layer_masks,
+    ],
+    "Encoder": [check_encoder_structure, check_encoder_values],
+    "Decoder": [check_decoder_structure, check_decoder_values],
+}
+CATALOGUE = {
+    "EncoderLayer": ENCODER_LAYER_MISTAKES,
+    "DecoderLayer": DECODER_LAYER_MISTAKES,
+    "Encoder": ENCODER_MISTAKES,
+    "Decoder": DECODER_MISTAKES,
+}

@@ -1,0 +1,120 @@
+"""Hidden tests for lesson 08: the learner's layers and stacks against the reference package.
+
+Every call draws fresh sizes (B >= 2, h >= 2, T_tgt != T_src), fresh masks and fresh random
+parameters; the reference module's parameters are loaded into the learner's by name.
+"""
+
+import torch
+
+from autograder.checks import encoder_decoder as checks
+from autograder.checks.core import build, load_weights
+from autograder.hidden.core import Fresh
+from solutions import Decoder, DecoderLayer, Encoder, EncoderLayer
+
+
+def _sizes(fresh: Fresh) -> tuple[int, int, int, int]:
+    batch, heads, d_k = fresh.size(2, 4), fresh.size(2, 4), fresh.size(2, 4)
+    d_model = heads * d_k
+    return batch, heads, d_model, d_model + fresh.size(1, 9)
+
+
+def _padding(fresh: Fresh, batch: int, length: int):
+    """Bool[B, 1, 1, T]: right padding of random lengths, at least one sequence padded."""
+    lengths = [fresh.size(1, length) for _ in range(batch)]
+    lengths[0], lengths[-1] = length, max(1, length - 2)
+    return checks.lengths_mask(lengths, length)
+
+
+def _pair(fresh: Fresh, reference_cls, cls, exercise: str, *args, norm_first: bool):
+    reference = reference_cls(*args, dropout=0.0, norm_first=norm_first)
+    reference = checks.randomize_(
+        reference.to(device=checks.DEVICE, dtype=checks.DTYPE), fresh.size(0, 10**6)
+    )
+    reference.eval()
+    learner = build(exercise, cls, *args, dropout=0.0, norm_first=norm_first)
+    if exercise in ("Encoder", "Decoder"):  # the layers' structure first: it explains a failed load
+        checks.check_stack_structure(exercise, learner, args[3])
+    load_weights(exercise, learner, {k: v.detach().clone() for k, v in reference.state_dict().items()})
+    return reference, learner
+
+
+def hidden_encoder_layer(cls, norm_first: bool, masked: bool, trials: int = 2) -> None:
+    fresh = Fresh()
+    for _ in range(trials):
+        batch, heads, d_model, d_ff = _sizes(fresh)
+        length = fresh.size(3, 8)
+        reference, learner = _pair(
+            fresh, EncoderLayer, cls, "EncoderLayer", d_model, heads, d_ff, norm_first=norm_first
+        )
+        x = fresh.tensor(batch, length, d_model)
+        padding = _padding(fresh, batch, length)
+        for mask in (padding, padding & checks.causal(length)) if masked else (None,):
+            with torch.no_grad():
+                expected = reference(x, mask)
+            checks.compare_encoder_layer(learner, norm_first, x, mask, expected)
+
+
+def hidden_decoder_layer(cls, norm_first: bool, masked: bool, trials: int = 2) -> None:
+    fresh = Fresh()
+    for _ in range(trials):
+        batch, heads, d_model, d_ff = _sizes(fresh)
+        t_tgt = fresh.size(2, 7)
+        t_src = t_tgt + fresh.size(1, 4)
+        reference, learner = _pair(
+            fresh, DecoderLayer, cls, "DecoderLayer", d_model, heads, d_ff, norm_first=norm_first
+        )
+        x, memory = fresh.tensor(batch, t_tgt, d_model), fresh.tensor(batch, t_src, d_model)
+        src_mask = tgt_mask = None
+        if masked:
+            src_mask = _padding(fresh, batch, t_src)
+            tgt_mask = _padding(fresh, batch, t_tgt) & checks.causal(t_tgt)
+        with torch.no_grad():
+            expected = reference(x, memory, src_mask, tgt_mask)
+        checks.compare_decoder_layer(learner, norm_first, x, memory, src_mask, tgt_mask, expected)
+
+
+def hidden_encoder(cls, trials: int = 2) -> None:
+    fresh = Fresh()
+    for trial in range(trials):
+        batch, heads, d_model, d_ff = _sizes(fresh)
+        n_layers, length = fresh.size(2, 3), fresh.size(3, 8)
+        args = (d_model, heads, d_ff, n_layers)
+        reference, learner = _pair(fresh, Encoder, cls, "Encoder", *args, norm_first=bool(trial % 2))
+        x, mask = fresh.tensor(batch, length, d_model), _padding(fresh, batch, length)
+        with torch.no_grad():
+            expected = reference(x, mask)
+        checks.compare_encoder(learner, x, mask, expected)
+
+
+def hidden_decoder(cls, trials: int = 2) -> None:
+    fresh = Fresh()
+    for trial in range(trials):
+        batch, heads, d_model, d_ff = _sizes(fresh)
+        n_layers, t_tgt = fresh.size(2, 3), fresh.size(2, 7)
+        t_src = t_tgt + fresh.size(1, 4)
+        args = (d_model, heads, d_ff, n_layers)
+        reference, learner = _pair(fresh, Decoder, cls, "Decoder", *args, norm_first=bool(trial % 2))
+        x, memory = fresh.tensor(batch, t_tgt, d_model), fresh.tensor(batch, t_src, d_model)
+        src_mask = _padding(fresh, batch, t_src)
+        tgt_mask = _padding(fresh, batch, t_tgt) & checks.causal(t_tgt)
+        with torch.no_grad():
+            expected = reference(x, memory, src_mask, tgt_mask)
+        checks.compare_decoder(learner, x, memory, src_mask, tgt_mask, expected)
+
+
+HIDDEN = {
+    "EncoderLayer": [
+        lambda cls: hidden_encoder_layer(cls, norm_first=False, masked=False),
+        lambda cls: hidden_encoder_layer(cls, norm_first=True, masked=False),
+        lambda cls: hidden_encoder_layer(cls, norm_first=False, masked=True),
+        lambda cls: hidden_encoder_layer(cls, norm_first=True, masked=True),
+    ],
+    "DecoderLayer": [
+        lambda cls: hidden_decoder_layer(cls, norm_first=False, masked=False),
+        lambda cls: hidden_decoder_layer(cls, norm_first=True, masked=False),
+        lambda cls: hidden_decoder_layer(cls, norm_first=False, masked=True),
+        lambda cls: hidden_decoder_layer(cls, norm_first=True, masked=True),
+    ],
+    "Encoder": [hidden_encoder],
+    "Decoder": [hidden_decoder],
+}
