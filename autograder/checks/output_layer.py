@@ -1,0 +1,1073 @@
+"""Checks for lesson 09: Generator, Transformer and greedy_decode.
+
+Generator(d_model, vocab_size), forward(x [B, T, D]) -> log_softmax(proj(x), -1) [B, T, V].
+    Oracle: F.log_softmax of an nn.Linear whose weights are copied into ``proj``.
+    Inputs: B=2 != T=5, D=6, V=11, and a second input whose logits differ by
+    thousands, where log(softmax(...)) underflows to -inf.
+
+Transformer(src_vocab, tgt_vocab, d_model, n_heads, d_ff, n_layers, dropout, max_len)
+    with encode / decode / forward / generator.
+    The shape, consistency and property checks use only that behaviour, so they work
+    whatever the learner calls the parts. The value check copies PyTorch's own
+    nn.TransformerEncoder / nn.TransformerDecoder / nn.Embedding / nn.Linear weights
+    (and the sinusoidal table from its formula) into the model by name, so it needs
+    the lesson's names: src_embed, tgt_embed, positional, encoder, decoder, generator.
+    Sizes: V_src=11 != V_tgt=13, D=16, h=2, d_ff=32, two layers, T_src=7 != T_tgt=5,
+    padding in the source and in the target.
+
+greedy_decode(model, src, src_mask, max_len, start_symbol, end_symbol=None)
+    is checked on a small deterministic stand-in model (encode / decode / generator,
+    written here) against a step-by-step argmax loop written here, so it does not
+    depend on the learner's Transformer. The stand-in's decoder mixes positions twice
+    and pools the memory under src_mask, so a missing causal mask, a missing
+    src_mask, a token not fed back or the wrong position all change the tokens.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from autograder.checks.core import (
+    CheckFailure,
+    Mistake,
+    build,
+    call,
+    expect_close,
+    expect_device,
+    expect_dtype,
+    expect_shape,
+    expect_tensor,
+    passed,
+    unchanged,
+)
+from autograder.checks.device import DEVICE, DTYPE, exact_matmul, random_tensor
+
+# ---------------------------------------------------------------------------------------
+# Generator
+# ---------------------------------------------------------------------------------------
+
+GENERATOR = "Generator"
+G_B, G_T, G_D, G_V = 2, 5, 6, 11
+LOG_PROBS = "[B, T, V]"
+
+GENERATOR_MISTAKES = [
+    Mistake(
+        "softmax instead of log_softmax",
+        "Your output holds probabilities (a softmax); the Generator returns log-probabilities: "
+        "use torch.log_softmax(self.proj(x), dim=-1).",
+        lambda self, x: torch.softmax(self.proj(x), dim=-1),
+    ),
+    Mistake(
+        "raw logits",
+        "Your output is the raw projection (the logits): apply torch.log_softmax(..., dim=-1) "
+        "to self.proj(x).",
+        lambda self, x: self.proj(x),
+    ),
+    Mistake(
+        "log_softmax over the batch (dim=0)",
+        "The log_softmax runs over dim=0, the batch; normalise over the vocabulary, the last "
+        "dimension: dim=-1.",
+        lambda self, x: torch.log_softmax(self.proj(x), dim=0),
+    ),
+    Mistake(
+        "log_softmax over the positions (dim=1)",
+        "The log_softmax runs over dim=1, the positions T; normalise over the vocabulary, the "
+        "last dimension: dim=-1.",
+        lambda self, x: torch.log_softmax(self.proj(x), dim=1),
+    ),
+    Mistake(
+        "log of a softmax",
+        "torch.log(torch.softmax(...)) underflows to -inf when the logits differ by more than a "
+        "few hundred; use torch.log_softmax, which subtracts the log-sum-exp instead.",
+        lambda self, x: torch.log(torch.softmax(self.proj(x), dim=-1)),
+    ),
+]
+
+
+def _generator_module(cls, d_model: int, vocab_size: int):
+    """The learner's Generator, with ``proj`` an nn.Linear(d_model, vocab_size) with a bias."""
+    module = build(GENERATOR, cls, d_model, vocab_size)
+    proj = getattr(module, "proj", None)
+    if not isinstance(proj, nn.Linear):
+        raise CheckFailure(
+            f"{GENERATOR}: expected an attribute `proj` that is an nn.Linear, got "
+            f"{type(proj).__name__ if proj is not None else 'no attribute proj'}; "
+            "create it in __init__ with self.proj = nn.Linear(d_model, vocab_size)."
+        )
+    if (proj.in_features, proj.out_features) != (d_model, vocab_size) or proj.bias is None:
+        raise CheckFailure(
+            f"{GENERATOR}: expected proj = nn.Linear(d_model, vocab_size) = nn.Linear({d_model}, "
+            f"{vocab_size}) with a bias, got nn.Linear({proj.in_features}, {proj.out_features}"
+            f"{'' if proj.bias is not None else ', bias=False'})"
+        )
+    return module
+
+
+def _mistake_outputs(mistakes, *args):
+    """Each known mistake with its output; a mistake that cannot be computed here is left out
+    (a Transformer whose parts have other names than the lesson's)."""
+    outputs = []
+    with torch.no_grad(), exact_matmul():
+        for mistake in mistakes:
+            try:
+                outputs.append((mistake, mistake.compute(*args)))
+            except Exception:  # noqa: BLE001 - a mistake that does not apply to this module
+                continue
+    return outputs
+
+
+def _run_generator(module, x):
+    with unchanged(GENERATOR, x=x):
+        out = expect_tensor(GENERATOR, "the output", call(GENERATOR, module, x))
+    return out.detach()
+
+
+def compare_generator(module, x, expected) -> None:
+    """The learner's log-probabilities against ``expected``, naming a known mistake."""
+    out = _run_generator(module, x)
+    wrong = _mistake_outputs(GENERATOR_MISTAKES, module, x)
+    expect_close(GENERATOR, "the log-probabilities", out, expected, LOG_PROBS, wrong)
+    sums = out.exp().sum(-1)
+    if not torch.allclose(sums, torch.ones_like(sums)):
+        raise CheckFailure(f"{GENERATOR}: exp of each row must sum to 1, got {sums.flatten()[:4].tolist()}")
+
+
+def _linear_oracle(d_model: int, vocab_size: int, seed: int, scale: float = 1.0) -> nn.Linear:
+    oracle = nn.Linear(d_model, vocab_size).to(device=DEVICE, dtype=DTYPE)
+    with torch.no_grad():
+        oracle.weight.copy_(random_tensor(vocab_size, d_model, seed=seed, scale=scale / math.sqrt(d_model)))
+        oracle.bias.copy_(random_tensor(vocab_size, seed=seed + 1, scale=0.5 * scale))
+    return oracle
+
+
+def _generator_with(cls, oracle: nn.Linear):
+    """The learner's Generator with the oracle's weights in ``proj``."""
+    module = _generator_module(cls, oracle.in_features, oracle.out_features)
+    state = {"proj.weight": oracle.weight.detach().clone(), "proj.bias": oracle.bias.detach().clone()}
+    _load_exactly(GENERATOR, module, state, "proj (an nn.Linear)")
+    return module
+
+
+def _load_exactly(exercise: str, module: nn.Module, state: dict, names: str) -> None:
+    expected, found = sorted(state), sorted(module.state_dict())
+    if expected != found:
+        missing = [name for name in expected if name not in found]
+        extra = [name for name in found if name not in expected]
+        raise CheckFailure(
+            f"{exercise}: the parameters do not have the names the lesson asks for ({names}). "
+            f"Missing: {missing or 'none'}; not expected: {extra or 'none'}."
+        )
+    module.load_state_dict(state, strict=True)
+
+
+def check_generator_shapes(cls) -> None:
+    """proj is nn.Linear(D, V); x [B, T, D] -> [B, T, V] in the input's dtype and device."""
+    module = _generator_with(cls, _linear_oracle(G_D, G_V, seed=0))
+    x = random_tensor(G_B, G_T, G_D, seed=1)
+    out = _run_generator(module, x)
+    expect_shape(GENERATOR, "the output", out, LOG_PROBS, (G_B, G_T, G_V))
+    expect_dtype(GENERATOR, "the output", out, x.dtype)
+    expect_device(GENERATOR, "the output", out, x.device)
+    passed(
+        f"{GENERATOR} has proj = nn.Linear(D, V) and maps [B, T, D] to {LOG_PROBS} = [{G_B}, {G_T}, {G_V}]"
+    )
+
+
+def check_generator_values(cls) -> None:
+    """Equal to F.log_softmax(nn.Linear(x), -1) with the same weights; exp of every row sums to 1."""
+    oracle = _linear_oracle(G_D, G_V, seed=10)
+    module = _generator_with(cls, oracle)
+    x = random_tensor(G_B, G_T, G_D, seed=11)
+    with torch.no_grad():
+        expected = F.log_softmax(oracle(x), dim=-1)
+    compare_generator(module, x, expected)
+    passed(
+        f"{GENERATOR} equals F.log_softmax(nn.Linear(x), dim=-1) (same weights); exp of each row sums to 1"
+    )
+
+
+def check_generator_large_logits(cls) -> None:
+    """Logits thousands apart: log_softmax stays finite where log(softmax) gives -inf."""
+    oracle = _linear_oracle(G_D, G_V, seed=20, scale=300.0)
+    module = _generator_with(cls, oracle)
+    x = random_tensor(G_B, G_T, G_D, seed=21)
+    with torch.no_grad():
+        expected = F.log_softmax(oracle(x), dim=-1)
+    compare_generator(module, x, expected)
+    passed(
+        f"{GENERATOR} stays finite for logits thousands apart "
+        f"(smallest log-probability {float(expected.min()):.0f})"
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Transformer
+# ---------------------------------------------------------------------------------------
+
+TRANSFORMER = "Transformer"
+SRC_VOCAB, TGT_VOCAB, D_MODEL, N_HEADS, D_FF, N_LAYERS, MAX_LEN = 11, 13, 16, 2, 32, 2, 40
+B, T_SRC, T_TGT, PAD = 2, 7, 5, 0
+MEMORY, STATES, TGT_LOG_PROBS = "[B, T_src, D]", "[B, T_tgt, D]", "[B, T_tgt, V_tgt]"
+PARTS = ("src_embed", "tgt_embed", "positional", "encoder", "decoder", "generator")
+
+
+def _transformer_states(
+    self,
+    src,
+    tgt,
+    src_mask,
+    tgt_mask,
+    *,
+    src_pe=True,
+    tgt_pe=True,
+    encoder_mask=True,
+    cross_mask=True,
+    self_mask=True,
+    zero_memory=False,
+):
+    """The model's forward, built from its own parts (the lesson's names), with one thing switched off."""
+    x = self.src_embed(src)
+    memory = self.encoder(self.positional(x) if src_pe else x, src_mask if encoder_mask else None)
+    if zero_memory:
+        memory = torch.zeros_like(memory)
+    y = self.tgt_embed(tgt)
+    return self.decoder(
+        self.positional(y) if tgt_pe else y,
+        memory,
+        src_mask if cross_mask else None,
+        tgt_mask if self_mask else None,
+    )
+
+
+NO_PE_HINT = (
+    "Neither the source nor the target gets the positional encoding: pass both embeddings through "
+    "self.positional, encoder(positional(src_embed(src))) and decoder(positional(tgt_embed(tgt)), ...)."
+)
+NO_SRC_PE_HINT = (
+    "The source embeddings reach the encoder without the positional encoding: encode must compute "
+    "encoder(positional(src_embed(src)), src_mask)."
+)
+NO_TGT_PE_HINT = (
+    "The target embeddings reach the decoder without the positional encoding: decode must compute "
+    "decoder(positional(tgt_embed(tgt)), memory, src_mask, tgt_mask)."
+)
+ZERO_MEMORY_HINT = (
+    "The decoder does not see the encoder's output: the output does not depend on the source. "
+    "Pass the memory returned by encode to the decoder (decoder(y, memory, src_mask, tgt_mask))."
+)
+ENCODER_MASK_HINT = (
+    "The encoder ignores the source padding: call self.encoder(x, src_mask), so that no source "
+    "position attends to a padding token."
+)
+CROSS_MASK_HINT = (
+    "The decoder's cross-attention sees the source padding: pass src_mask to the decoder, "
+    "decoder(y, memory, src_mask, tgt_mask)."
+)
+CAUSAL_HINT = (
+    "The decoder's self-attention ignores tgt_mask, so a position sees the target tokens after it: "
+    "pass tgt_mask to the decoder, decoder(y, memory, src_mask, tgt_mask)."
+)
+GENERATOR_IN_FORWARD_HINT = (
+    "forward returns log-probabilities [B, T_tgt, V_tgt]; it must return the decoder's states "
+    "[B, T_tgt, D] and leave model.generator to its caller (the loss, greedy_decode)."
+)
+
+TRANSFORMER_MISTAKES = [
+    Mistake(
+        "no positional encoding",
+        NO_PE_HINT,
+        lambda self, src, tgt, sm, tm: _transformer_states(
+            self, src, tgt, sm, tm, src_pe=False, tgt_pe=False
+        ),
+    ),
+    Mistake(
+        "no positional encoding on the source",
+        NO_SRC_PE_HINT,
+        lambda self, src, tgt, sm, tm: _transformer_states(self, src, tgt, sm, tm, src_pe=False),
+    ),
+    Mistake(
+        "no positional encoding on the target",
+        NO_TGT_PE_HINT,
+        lambda self, src, tgt, sm, tm: _transformer_states(self, src, tgt, sm, tm, tgt_pe=False),
+    ),
+    Mistake(
+        "encoder output not passed to the decoder",
+        ZERO_MEMORY_HINT,
+        lambda self, src, tgt, sm, tm: _transformer_states(self, src, tgt, sm, tm, zero_memory=True),
+    ),
+    Mistake(
+        "src_mask not given to the encoder",
+        ENCODER_MASK_HINT,
+        lambda self, src, tgt, sm, tm: _transformer_states(self, src, tgt, sm, tm, encoder_mask=False),
+    ),
+    Mistake(
+        "src_mask not given to the decoder",
+        CROSS_MASK_HINT,
+        lambda self, src, tgt, sm, tm: _transformer_states(self, src, tgt, sm, tm, cross_mask=False),
+    ),
+    Mistake(
+        "tgt_mask ignored",
+        CAUSAL_HINT,
+        lambda self, src, tgt, sm, tm: _transformer_states(self, src, tgt, sm, tm, self_mask=False),
+    ),
+    Mistake(
+        "generator applied in forward",
+        GENERATOR_IN_FORWARD_HINT,
+        lambda self, src, tgt, sm, tm: self.generator(_transformer_states(self, src, tgt, sm, tm)),
+    ),
+]
+
+
+def transformer_args(src_vocab=SRC_VOCAB, tgt_vocab=TGT_VOCAB, d_model=D_MODEL, n_heads=N_HEADS,
+                     d_ff=D_FF, n_layers=N_LAYERS, max_len=MAX_LEN) -> dict:  # fmt: skip
+    return {
+        "src_vocab": src_vocab,
+        "tgt_vocab": tgt_vocab,
+        "d_model": d_model,
+        "n_heads": n_heads,
+        "d_ff": d_ff,
+        "n_layers": n_layers,
+        "dropout": 0.0,
+        "max_len": max_len,
+    }
+
+
+def transformer_module(cls, args: dict):
+    """The learner's Transformer (dropout 0, eval, float64, DEVICE) with a ``generator`` module."""
+    module = build(TRANSFORMER, cls, **args)
+    generator = getattr(module, "generator", None)
+    if not isinstance(generator, nn.Module):
+        raise CheckFailure(
+            f"{TRANSFORMER}: expected an attribute `generator` that is a module (your Generator), got "
+            f"{type(generator).__name__ if generator is not None else 'no attribute generator'}; "
+            "create it in __init__ with self.generator = Generator(d_model, tgt_vocab)."
+        )
+    return module
+
+
+def transformer_inputs(batch, t_src, t_tgt, src_vocab, tgt_vocab, generator: torch.Generator):
+    """src [B, T_src] and tgt [B, T_tgt] without padding ids, then the last rows padded at the end;
+    src_mask [B, 1, 1, T_src] (padding) and tgt_mask [B, 1, T_tgt, T_tgt] (padding and causal)."""
+    src = torch.randint(1, src_vocab, (batch, t_src), generator=generator)
+    tgt = torch.randint(1, tgt_vocab, (batch, t_tgt), generator=generator)
+    src[-1, t_src - max(1, t_src // 3) :] = PAD
+    tgt[-1, t_tgt - max(1, t_tgt // 3) :] = PAD
+    src, tgt = src.to(DEVICE), tgt.to(DEVICE)
+    src_mask = (src != PAD)[:, None, None, :]
+    causal = torch.ones(t_tgt, t_tgt, dtype=torch.bool, device=DEVICE).tril()
+    tgt_mask = (tgt != PAD)[:, None, None, :] & causal
+    return src, tgt, src_mask, tgt_mask
+
+
+def _call_model(what: str, fn, *args) -> torch.Tensor:
+    out = call(TRANSFORMER, fn, *args)
+    return expect_tensor(TRANSFORMER, what, out).detach()
+
+
+def transformer_forward(module, src, tgt, src_mask, tgt_mask) -> torch.Tensor:
+    with unchanged(TRANSFORMER, src=src, tgt=tgt, src_mask=src_mask, tgt_mask=tgt_mask), torch.no_grad():
+        return _call_model("forward's output", module, src, tgt, src_mask, tgt_mask)
+
+
+def compare_transformer(module, src, tgt, src_mask, tgt_mask, expected, what="forward's output") -> None:
+    """forward against ``expected`` [B, T_tgt, D], naming a known mistake when the output matches one."""
+    out = transformer_forward(module, src, tgt, src_mask, tgt_mask)
+    wrong = _mistake_outputs(TRANSFORMER_MISTAKES, module, src, tgt, src_mask, tgt_mask)
+    expect_close(TRANSFORMER, what, out, expected, STATES, wrong)
+
+
+def expected_parameter_count(src_vocab, tgt_vocab, d_model, n_heads, d_ff, n_layers) -> dict[str, int]:
+    """The parameters of each part, from the sizes alone."""
+    attention = 4 * (d_model * d_model + d_model)  # w_q, w_k, w_v, w_o with biases
+    ffn = d_model * d_ff + d_ff + d_ff * d_model + d_model
+    norm = 2 * d_model
+    return {
+        "embeddings": (src_vocab + tgt_vocab) * d_model,
+        "encoder": n_layers * (attention + ffn + 2 * norm) + norm,
+        "decoder": n_layers * (2 * attention + ffn + 3 * norm) + norm,
+        "generator": d_model * tgt_vocab + tgt_vocab,
+    }
+
+
+def check_transformer_shapes(cls) -> None:
+    """A generator; encode -> [B, T_src, D]; decode and forward -> [B, T_tgt, D]; generator ->
+    [B, T_tgt, V_tgt]; the parameter count of the paper's model (nothing shared, no trained table)."""
+    args = transformer_args()
+    module = transformer_module(cls, args)
+    src, tgt, src_mask, tgt_mask = transformer_inputs(
+        B, T_SRC, T_TGT, SRC_VOCAB, TGT_VOCAB, torch.Generator().manual_seed(0)
+    )
+    with torch.no_grad():
+        memory = _call_model("encode's output", module.encode, src, src_mask)
+        expect_shape(TRANSFORMER, "encode's output (the memory)", memory, MEMORY, (B, T_SRC, D_MODEL))
+        states = _call_model("decode's output", module.decode, memory, src_mask, tgt, tgt_mask)
+        expect_shape(TRANSFORMER, "decode's output", states, STATES, (B, T_TGT, D_MODEL))
+        out = transformer_forward(module, src, tgt, src_mask, tgt_mask)
+        if tuple(out.shape) == (B, T_TGT, TGT_VOCAB):
+            raise CheckFailure(
+                TRANSFORMER_MISTAKES[-1].message(TRANSFORMER)  # generator applied in forward
+            )
+        expect_shape(TRANSFORMER, "forward's output", out, STATES, (B, T_TGT, D_MODEL))
+        expect_dtype(TRANSFORMER, "forward's output", out, DTYPE)
+        expect_device(TRANSFORMER, "forward's output", out, src.device)
+        log_probs = _call_model("generator's output", module.generator, out)
+        expect_shape(TRANSFORMER, "generator(forward(...))", log_probs, TGT_LOG_PROBS, (B, T_TGT, TGT_VOCAB))
+    parts = expected_parameter_count(SRC_VOCAB, TGT_VOCAB, D_MODEL, N_HEADS, D_FF, N_LAYERS)
+    count = sum(p.numel() for p in module.parameters())
+    if count != sum(parts.values()):
+        listed = ", ".join(f"{name} {number}" for name, number in parts.items())
+        raise CheckFailure(
+            f"{TRANSFORMER}: expected {sum(parts.values())} parameters ({listed}), got {count}. Each part "
+            "is created once (two embeddings, one encoder, one decoder, one generator, nothing shared), "
+            "and the positional table is a buffer, not a parameter."
+        )
+    passed(
+        f"{TRANSFORMER}: encode -> {MEMORY}, decode and forward -> {STATES}, generator -> {TGT_LOG_PROBS}; "
+        f"{count} parameters"
+    )
+
+
+def check_transformer_consistency(cls) -> None:
+    """forward(src, tgt, src_mask, tgt_mask) == decode(encode(src, src_mask), src_mask, tgt, tgt_mask)."""
+    module = transformer_module(cls, transformer_args())
+    src, tgt, src_mask, tgt_mask = transformer_inputs(
+        B, T_SRC, T_TGT, SRC_VOCAB, TGT_VOCAB, torch.Generator().manual_seed(1)
+    )
+    with torch.no_grad():
+        memory = _call_model("encode's output", module.encode, src, src_mask)
+        expected = _call_model("decode's output", module.decode, memory, src_mask, tgt, tgt_mask)
+    compare_transformer(
+        module, src, tgt, src_mask, tgt_mask, expected, "forward's output (against decode(encode(...)))"
+    )
+    passed(
+        f"{TRANSFORMER}: forward(src, tgt, ...) equals decode(encode(src, src_mask), src_mask, tgt, tgt_mask)"
+    )
+
+
+def _named_or(module, args, hints: list[str], fallback: str) -> str:
+    """The message of the known mistake (among ``hints``) that forward matches, or ``fallback``."""
+    out = transformer_forward(module, *args)
+    for mistake, output in _mistake_outputs(TRANSFORMER_MISTAKES, module, *args):
+        if mistake.hint in hints and isinstance(output, torch.Tensor) and output.shape == out.shape:
+            if torch.allclose(out, output.to(out), rtol=1e-7, atol=1e-9):
+                return mistake.message(TRANSFORMER)
+    return f"{TRANSFORMER}: {fallback}"
+
+
+def check_transformer_properties(cls) -> None:
+    """What the masks and the positional encoding promise, whatever the parts are called:
+    a later target token cannot move an earlier output; a padded source token cannot move any
+    output; a real source token does move it; position changes the output on both sides."""
+    module = transformer_module(cls, transformer_args())
+    src, tgt, src_mask, tgt_mask = transformer_inputs(
+        B, T_SRC, T_TGT, SRC_VOCAB, TGT_VOCAB, torch.Generator().manual_seed(2)
+    )
+    args = (src, tgt, src_mask, tgt_mask)
+    out = transformer_forward(module, *args)
+    causal = torch.ones(T_TGT, T_TGT, dtype=torch.bool, device=DEVICE).tril()
+
+    # 1. the last target token changes: positions before it must not move (tgt_mask is causal only)
+    changed = tgt.clone()
+    changed[:, -1] = tgt[:, -1] % (TGT_VOCAB - 1) + 1  # another non-padding id
+    before = transformer_forward(module, src, tgt, src_mask, causal)
+    after = transformer_forward(module, src, changed, src_mask, causal)
+    if not torch.allclose(before[:, :-1], after[:, :-1], rtol=1e-7, atol=1e-9):
+        raise CheckFailure(
+            _named_or(
+                module,
+                (src, tgt, src_mask, causal),
+                [CAUSAL_HINT],
+                "changing the last target token changed the outputs at earlier positions. " + CAUSAL_HINT,
+            )
+        )
+
+    # 2. a padded source token changes (the mask stays): nothing may move
+    padded = src.clone()
+    padded[~src_mask[:, 0, 0, :]] = SRC_VOCAB - 1
+    if not torch.allclose(
+        out, transformer_forward(module, padded, tgt, src_mask, tgt_mask), rtol=1e-7, atol=1e-9
+    ):
+        raise CheckFailure(
+            _named_or(
+                module,
+                args,
+                [ENCODER_MASK_HINT, CROSS_MASK_HINT],
+                "changing a padding token of the source (where src_mask is False) changed the output. "
+                "Pass src_mask to the encoder (self-attention) and to the decoder (cross-attention).",
+            )
+        )
+
+    # 3. a real source token changes: the output must move
+    real = src.clone()
+    real[:, 0] = src[:, 0] % (SRC_VOCAB - 2) + 1
+    if torch.allclose(out, transformer_forward(module, real, tgt, src_mask, tgt_mask), rtol=1e-7, atol=1e-9):
+        raise CheckFailure(
+            _named_or(
+                module,
+                args,
+                [ZERO_MEMORY_HINT],
+                f"changing a source token did not change the output. {ZERO_MEMORY_HINT}",
+            )
+        )
+
+    # 4. positions: reversing the (unpadded) source, or a target of one repeated token
+    full = torch.ones_like(src_mask)
+    reversed_same = torch.allclose(
+        transformer_forward(module, src, tgt, full, tgt_mask),
+        transformer_forward(module, src.flip(1), tgt, full, tgt_mask),
+        rtol=1e-7,
+        atol=1e-9,
+    )
+    repeated = torch.full_like(tgt, 3)
+    rows = transformer_forward(module, src, repeated, src_mask, causal)
+    rows_same = torch.allclose(rows, rows[:, :1].expand_as(rows), rtol=1e-7, atol=1e-9)
+    if reversed_same or rows_same:
+        hint = (
+            NO_PE_HINT if reversed_same and rows_same else NO_SRC_PE_HINT if reversed_same else NO_TGT_PE_HINT
+        )
+        what = (
+            "reversing the source does not change the output" if reversed_same else
+            "a target of one repeated token gives the same output at every position"
+        )  # fmt: skip
+        raise CheckFailure(_named_or(module, args, [hint], f"{what}. {hint}"))
+    passed(
+        f"{TRANSFORMER}: later target tokens and source padding cannot move an output; the source and the "
+        "positions do"
+    )
+
+
+def _randomize_(module: nn.Module, generator: torch.Generator) -> None:
+    """Seeded random parameters: matrices N(0, 1/fan_in), vectors N(0, 0.25), LayerNorm weights near 1."""
+    with torch.no_grad():
+        for name, parameter in module.named_parameters():
+            if parameter.dim() >= 2:
+                noise = torch.randn(parameter.shape, generator=generator, dtype=DTYPE) / math.sqrt(
+                    parameter.size(-1)
+                )
+            else:
+                noise = torch.randn(parameter.shape, generator=generator, dtype=DTYPE) * 0.5
+                if "norm" in name and name.endswith("weight"):
+                    noise = noise + 1.0
+            parameter.copy_(noise.to(parameter.device))
+
+
+def _sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
+    position = torch.arange(max_len, dtype=DTYPE)[:, None]
+    column = torch.arange(d_model)
+    angle = position / 10000 ** ((column - column % 2).to(DTYPE) / d_model)
+    return torch.where(column % 2 == 0, torch.sin(angle), torch.cos(angle))
+
+
+def _torch_state(prefix: str, stack, cross: bool) -> dict:
+    """nn.TransformerEncoder/Decoder -> the course's names (layers.<i>.self_attn.w_q..., norm.gamma)."""
+    state = {}
+
+    def linear(name, weight, bias):
+        state[f"{name}.weight"], state[f"{name}.bias"] = weight.detach().clone(), bias.detach().clone()
+
+    def attention(name, mha):
+        for part, weight, bias in zip(
+            ("w_q", "w_k", "w_v"), mha.in_proj_weight.chunk(3), mha.in_proj_bias.chunk(3), strict=True
+        ):
+            linear(f"{name}.{part}", weight, bias)
+        linear(f"{name}.w_o", mha.out_proj.weight, mha.out_proj.bias)
+
+    def norm(name, layer_norm):
+        state[f"{name}.gamma"], state[f"{name}.beta"] = (
+            layer_norm.weight.detach().clone(),
+            layer_norm.bias.detach().clone(),
+        )
+
+    for index, layer in enumerate(stack.layers):
+        base = f"{prefix}.layers.{index}"
+        attention(f"{base}.self_attn", layer.self_attn)
+        if cross:
+            attention(f"{base}.cross_attn", layer.multihead_attn)
+        linear(f"{base}.ffn.linear1", layer.linear1.weight, layer.linear1.bias)
+        linear(f"{base}.ffn.linear2", layer.linear2.weight, layer.linear2.bias)
+        for number in (1, 2, 3) if cross else (1, 2):
+            norm(f"{base}.norm{number}", getattr(layer, f"norm{number}"))
+    norm(f"{prefix}.norm", stack.norm)
+    return state
+
+
+def check_transformer_values(cls) -> None:
+    """Equal to PyTorch's nn.TransformerEncoder / nn.TransformerDecoder between the paper's embeddings
+    (nn.Embedding times sqrt(D), plus the sinusoidal table), with the same weights copied in by name."""
+    generator = torch.Generator().manual_seed(3)
+    kwargs = {"dropout": 0.0, "batch_first": True, "device": DEVICE, "dtype": DTYPE}
+    encoder = nn.TransformerEncoder(
+        nn.TransformerEncoderLayer(D_MODEL, N_HEADS, D_FF, **kwargs),
+        N_LAYERS,
+        norm=nn.LayerNorm(D_MODEL, device=DEVICE, dtype=DTYPE),
+        enable_nested_tensor=False,
+    )
+    decoder = nn.TransformerDecoder(
+        nn.TransformerDecoderLayer(D_MODEL, N_HEADS, D_FF, **kwargs),
+        N_LAYERS,
+        norm=nn.LayerNorm(D_MODEL, device=DEVICE, dtype=DTYPE),
+    )
+    src_lut = nn.Embedding(SRC_VOCAB, D_MODEL, device=DEVICE, dtype=DTYPE)
+    tgt_lut = nn.Embedding(TGT_VOCAB, D_MODEL, device=DEVICE, dtype=DTYPE)
+    projection = nn.Linear(D_MODEL, TGT_VOCAB, device=DEVICE, dtype=DTYPE)
+    for oracle in (encoder, decoder, src_lut, tgt_lut, projection):
+        _randomize_(oracle, generator)
+        oracle.train()  # dropout is 0; train mode keeps PyTorch off its inference fast path
+    pe = _sinusoidal_table(MAX_LEN, D_MODEL).to(DEVICE)
+    state = {
+        "src_embed.lut.weight": src_lut.weight.detach().clone(),
+        "tgt_embed.lut.weight": tgt_lut.weight.detach().clone(),
+        "positional.pe": pe,
+        **_torch_state("encoder", encoder, cross=False),
+        **_torch_state("decoder", decoder, cross=True),
+        "generator.proj.weight": projection.weight.detach().clone(),
+        "generator.proj.bias": projection.bias.detach().clone(),
+    }
+    module = transformer_module(cls, transformer_args())
+    load_transformer(module, state)
+
+    src, tgt, src_mask, tgt_mask = transformer_inputs(B, T_SRC, T_TGT, SRC_VOCAB, TGT_VOCAB, generator)
+    src_padding, tgt_padding = ~src_mask[:, 0, 0, :], tgt == PAD
+    causal = torch.ones(T_TGT, T_TGT, dtype=torch.bool, device=DEVICE).tril()
+    with torch.no_grad(), exact_matmul():
+        memory = encoder(src_lut(src) * math.sqrt(D_MODEL) + pe[:T_SRC], src_key_padding_mask=src_padding)
+        expected = decoder(
+            tgt_lut(tgt) * math.sqrt(D_MODEL) + pe[:T_TGT],
+            memory,
+            tgt_mask=~causal,
+            tgt_key_padding_mask=tgt_padding,
+            memory_key_padding_mask=src_padding,
+        )
+    compare_transformer(module, src, tgt, src_mask, tgt_mask, expected)
+    with torch.no_grad():
+        mine = _call_model("encode's output", module.encode, src, src_mask)
+    expect_close(TRANSFORMER, "encode's output (the memory)", mine, memory, MEMORY)
+    passed(
+        f"{TRANSFORMER} equals torch's nn.TransformerEncoder/Decoder between nn.Embedding * sqrt(D) + the "
+        "sinusoidal table (same weights)"
+    )
+
+
+def load_transformer(module: nn.Module, state: dict) -> None:
+    """Load weights by the lesson's names, or say which top-level names differ."""
+    expected, found = sorted(state), sorted(module.state_dict())
+    if expected != found:
+        tops = sorted({name.split(".")[0] for name in found})
+        missing = sorted({name.split(".")[0] for name in expected} - set(tops))
+        extra = sorted(set(tops) - {name.split(".")[0] for name in expected})
+        if not missing and not extra:  # the parts are right but something inside differs
+            inner_missing = [name for name in expected if name not in found][:4]
+            inner_extra = [name for name in found if name not in expected][:4]
+            detail = f"missing {inner_missing or 'none'}, not expected {inner_extra or 'none'}"
+        else:
+            detail = (
+                f"your model's parts are {tops}; missing {missing or 'none'}, not expected {extra or 'none'}"
+            )
+        raise CheckFailure(
+            f"{TRANSFORMER}: this check copies PyTorch's weights into your model by name, so the parts must "
+            f"be called {', '.join(PARTS)} (one PositionalEncoding shared by both sides), as the exercise "
+            f"asks: {detail}."
+        )
+    module.load_state_dict(state, strict=True)
+
+
+# ---------------------------------------------------------------------------------------
+# greedy_decode
+# ---------------------------------------------------------------------------------------
+
+GREEDY = "greedy_decode"
+GREEDY_B, GREEDY_T_SRC, GREEDY_SRC_VOCAB, GREEDY_VOCAB, GREEDY_D = 3, 6, 8, 10, 6
+GREEDY_MAX_LEN, START = 9, 1
+TOKENS = "[B, L]"
+# stand-in seeds and end symbols (found with choose_end_symbol) on which every known mistake shows
+VISIBLE_SEED, VISIBLE_END = 23, 6
+HIDDEN_SEED, HIDDEN_END = 29, 3
+
+
+class _StandInGenerator(nn.Module):
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor):
+        super().__init__()
+        self.weight = nn.Parameter(weight, requires_grad=False)
+        self.bias = nn.Parameter(bias, requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log_softmax(x @ self.weight.T + self.bias, dim=-1)
+
+
+class StandInModel(nn.Module):
+    """A small deterministic model with the Transformer's interface: encode, decode, generator.
+
+    decode mixes the target positions twice under tgt_mask (a masked mean, then a second one over
+    the first's results), so a future token reaches an earlier position unless the mask is causal,
+    and pools the memory under src_mask. Tokens are embedded with their position.
+    """
+
+    def __init__(self, seed: int, src_vocab=GREEDY_SRC_VOCAB, tgt_vocab=GREEDY_VOCAB, d_model=GREEDY_D,
+                 max_positions=32):  # fmt: skip
+        super().__init__()
+        generator = torch.Generator().manual_seed(seed)
+
+        def parameter(*shape, scale=1.0):
+            values = torch.randn(*shape, generator=generator, dtype=DTYPE) * scale
+            return nn.Parameter(values.to(DEVICE), requires_grad=False)
+
+        self.src_table = parameter(src_vocab, d_model)
+        self.tgt_table = parameter(tgt_vocab, d_model)
+        self.positions = parameter(max_positions, d_model, scale=0.7)
+        self.w_self = parameter(d_model, d_model, scale=1.5 / math.sqrt(d_model))
+        self.w_cross = parameter(d_model, d_model, scale=1.5 / math.sqrt(d_model))
+        self.w_mix = parameter(d_model, d_model, scale=1.5 / math.sqrt(d_model))
+        self.generator = _StandInGenerator(
+            torch.randn(tgt_vocab, d_model, generator=generator, dtype=DTYPE).to(DEVICE) * 2.0,
+            torch.randn(tgt_vocab, generator=generator, dtype=DTYPE).to(DEVICE) * 0.3,
+        )
+
+    def forward(self, *args, **kwargs):
+        raise TypeError(
+            "greedy_decode should call model.encode once and model.decode at every step, not model(...)"
+        )
+
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None) -> torch.Tensor:
+        return torch.tanh(self.src_table[src] + self.positions[: src.size(1)])  # [B, T_src, D]
+
+    @staticmethod
+    def _mean(mask: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        weights = mask.to(x.dtype)
+        return weights @ x / weights.sum(-1, keepdim=True).clamp(min=1.0)
+
+    def decode(self, memory, src_mask, tgt, tgt_mask) -> torch.Tensor:
+        batch, length = tgt.shape
+        x = self.tgt_table[tgt.long()] + self.positions[:length]  # [B, t, D]
+        if tgt_mask is None:
+            rows = torch.ones(batch, length, length, dtype=torch.bool, device=x.device)
+        else:
+            mask = tgt_mask[:, 0] if tgt_mask.dim() == 4 else tgt_mask
+            rows = mask.to(x.device).expand(batch, length, length)
+        keys = (
+            torch.ones(batch, memory.size(1), dtype=torch.bool, device=x.device)
+            if src_mask is None
+            else src_mask.reshape(src_mask.size(0), -1).expand(batch, memory.size(1))
+        )
+        h = torch.tanh(x + self._mean(rows, x) @ self.w_self)
+        pooled = self._mean(keys[:, None, :], memory)  # [B, 1, D]
+        h = torch.tanh(h + pooled @ self.w_cross)
+        return torch.tanh(h + self._mean(rows, h) @ self.w_mix)  # [B, t, D]
+
+
+def _causal(size: int, device) -> torch.Tensor:
+    return torch.ones(size, size, dtype=torch.bool, device=device).tril()
+
+
+def step_by_step(model, src, src_mask, max_len, start_symbol, end_symbol=None) -> torch.Tensor:
+    """Greedy decoding written out one row and one step at a time: the check's own oracle."""
+    with torch.no_grad():
+        memory = model.encode(src, src_mask)
+        rows = [[start_symbol] for _ in range(src.size(0))]
+        done = [False] * src.size(0)
+        while len(rows[0]) < max_len and not (end_symbol is not None and all(done)):
+            tokens = torch.tensor(rows, dtype=torch.long, device=src.device)
+            length = tokens.size(1)
+            log_probs = model.generator(model.decode(memory, src_mask, tokens, _causal(length, src.device)))
+            for row, scores in enumerate(log_probs[:, length - 1]):
+                token = end_symbol if done[row] else int(scores.argmax())
+                rows[row].append(token)
+                done[row] = done[row] or token == end_symbol
+        return torch.tensor(rows, dtype=torch.long, device=src.device)
+
+
+def _greedy_variant(
+    model,
+    src,
+    src_mask,
+    max_len,
+    start_symbol,
+    end_symbol=None,
+    *,
+    pick="last",
+    feed="all",
+    causal=True,
+    pass_src_mask=True,
+    steps_extra=0,
+    dtype=torch.long,
+    pad_finished=True,
+    early_stop="all",
+    append_last=True,
+    use_end=True,
+):
+    """greedy_decode with one thing done wrong, as a learner might write it."""
+    if not use_end:
+        end_symbol = None
+    memory = model.encode(src, src_mask)
+    ys = torch.full((src.size(0), 1), start_symbol, dtype=dtype, device=src.device)
+    finished = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+    for _ in range(max_len - 1 + steps_extra):
+        if feed == "all":
+            inputs = ys
+        elif feed == "start":
+            inputs = torch.full_like(ys, start_symbol)
+        else:  # only the last token
+            inputs = ys[:, -1:]
+        mask = _causal(inputs.size(1), src.device) if causal else None
+        out = model.decode(memory, src_mask if pass_src_mask else None, inputs, mask)
+        if pick == "last":
+            next_token = model.generator(out[:, -1]).argmax(dim=-1)
+        elif pick == "first":
+            next_token = model.generator(out[:, 0]).argmax(dim=-1)
+        else:  # argmax over the positions of [B, t, V]
+            next_token = model.generator(out).argmax(dim=1)[:, -1]
+        if end_symbol is not None:
+            if pad_finished:
+                next_token = next_token.masked_fill(finished, end_symbol)
+            finished = finished | (next_token == end_symbol)
+            stop = bool(finished.any()) if early_stop == "any" else bool(finished.all())
+            if stop and early_stop != "never" and not append_last:
+                break
+        ys = torch.cat([ys, next_token[:, None].to(dtype)], dim=1)
+        if end_symbol is not None and early_stop != "never" and stop:
+            break
+    return ys
+
+
+GREEDY_MISTAKES = [
+    Mistake(
+        "argmax over the positions",
+        "The argmax runs over the positions (dim=1 of the [B, t, V] log-probabilities), not the "
+        "vocabulary: take the last position's log-probabilities [B, V] and argmax over dim=-1.",
+        lambda *a, **k: _greedy_variant(*a, **k, pick="positions"),
+    ),
+    Mistake(
+        "next token read from the first position",
+        "The next token is read from the first position's output (out[:, 0]); the prediction for "
+        "the next token sits at the last position, out[:, -1].",
+        lambda *a, **k: _greedy_variant(*a, **k, pick="first"),
+    ),
+    Mistake(
+        "no causal mask",
+        "model.decode gets no causal mask, so every position sees the later ones and the states "
+        "differ from training's: pass tgt_mask = causal_mask(ys.size(1), src.device).",
+        lambda *a, **k: _greedy_variant(*a, **k, causal=False),
+    ),
+    Mistake(
+        "generated tokens not fed back",
+        "The decoder's input holds only start symbols: append each new token to ys and give the "
+        "whole ys to model.decode at the next step.",
+        lambda *a, **k: _greedy_variant(*a, **k, feed="start"),
+    ),
+    Mistake(
+        "only the last token fed",
+        "model.decode gets only the last token; the decoder needs the whole prefix ys (start "
+        "symbol and every token so far) at every step.",
+        lambda *a, **k: _greedy_variant(*a, **k, feed="last"),
+    ),
+    Mistake(
+        "src_mask not passed to decode",
+        "model.decode gets src_mask=None, so the cross-attention sees the source padding: pass "
+        "src_mask to model.decode(memory, src_mask, ys, tgt_mask).",
+        lambda *a, **k: _greedy_variant(*a, **k, pass_src_mask=False),
+    ),
+    Mistake(
+        "one token too many",
+        "The output has max_len + 1 tokens: the start symbol counts, so loop max_len - 1 times.",
+        lambda *a, **k: _greedy_variant(*a, **k, steps_extra=1),
+    ),
+    Mistake(
+        "float tokens",
+        "The tokens are floats: create ys with dtype=torch.long (torch.full(..., dtype=torch.long)) "
+        "so that it can index embeddings.",
+        lambda *a, **k: _greedy_variant(*a, **k, dtype=DTYPE),
+    ),
+    Mistake(
+        "end_symbol ignored",
+        "Decoding does not react to end_symbol: once a row has produced it, the row keeps "
+        "producing end_symbol, and decoding stops when every row has.",
+        lambda *a, **k: _greedy_variant(*a, **k, use_end=False),
+    ),
+    Mistake(
+        "finished rows not padded",
+        "A row that has produced end_symbol goes on with other tokens; after end_symbol a row must "
+        "keep producing end_symbol (next_token.masked_fill(finished, end_symbol)).",
+        lambda *a, **k: _greedy_variant(*a, **k, pad_finished=False),
+    ),
+    Mistake(
+        "no early stop",
+        "Decoding runs to max_len after every row has produced end_symbol; stop the loop as soon as "
+        "all rows are finished.",
+        lambda *a, **k: _greedy_variant(*a, **k, early_stop="never"),
+    ),
+    Mistake(
+        "stops when any row ends",
+        "Decoding stops when the first row produces end_symbol; stop only when every row has "
+        "(finished.all(), not any()).",
+        lambda *a, **k: _greedy_variant(*a, **k, early_stop="any"),
+    ),
+    Mistake(
+        "last end_symbol dropped",
+        "The loop stops before appending the token that finished the last row: append next_token to "
+        "ys first, then stop when every row has produced end_symbol.",
+        lambda *a, **k: _greedy_variant(*a, **k, append_last=False),
+    ),
+]
+
+
+def _greedy_mistake(name: str) -> Mistake:
+    return next(mistake for mistake in GREEDY_MISTAKES if mistake.name == name)
+
+
+def greedy_case(seed: int, batch=GREEDY_B, t_src=GREEDY_T_SRC, src_vocab=GREEDY_SRC_VOCAB,
+                vocab=GREEDY_VOCAB, d_model=GREEDY_D, generator=None):  # fmt: skip
+    """A stand-in model and a source batch [B, T_src] whose last row ends in padding (id 0)."""
+    model = StandInModel(seed, src_vocab, vocab, d_model).eval()
+    generator = generator or torch.Generator().manual_seed(seed + 1)
+    src = torch.randint(1, src_vocab, (batch, t_src), generator=generator)
+    src[-1, t_src - max(1, t_src // 3) :] = 0
+    src = src.to(DEVICE)
+    return model, src, (src != 0)[:, None, None, :]
+
+
+def run_greedy(fn, model, src, src_mask, max_len, start_symbol, end_symbol=None) -> torch.Tensor:
+    with unchanged(GREEDY, src=src, src_mask=src_mask):
+        out = call(GREEDY, fn, model, src, src_mask, max_len, start_symbol, end_symbol)
+    return expect_tensor(GREEDY, "the output", out)
+
+
+def _greedy_message(mistakes, actual):
+    for mistake, output in mistakes:
+        if isinstance(output, torch.Tensor) and _same_tokens(actual, output):
+            return mistake.message(GREEDY)
+    return None
+
+
+def compare_greedy(fn, model, src, src_mask, max_len, start_symbol, end_symbol=None, expected=None) -> None:
+    """The learner's tokens against ``expected`` (default: the step-by-step oracle), naming a mistake."""
+    args = (model, src, src_mask, max_len, start_symbol, end_symbol)
+    out = run_greedy(fn, *args)
+    if expected is None:
+        expected = step_by_step(*args)
+    if _same_tokens(out, expected):
+        return
+    wrong = greedy_mistake_outputs(*args)
+    if end_symbol is not None:  # the mistakes about end_symbol first: the others show without it
+        wrong = sorted(wrong, key=lambda pair: pair[0].name not in END_MISTAKES)
+    message = _greedy_message(wrong, out)
+    if message:
+        raise CheckFailure(message)
+    if out.is_floating_point():
+        raise CheckFailure(_greedy_mistake("float tokens").message(GREEDY))
+    expect_dtype(GREEDY, "the output", out, torch.long)
+    expect_shape(GREEDY, "the output", out, TOKENS, expected.shape)
+    expect_close(GREEDY, "the output", out, expected, TOKENS)
+
+
+def greedy_mistake_outputs(*args):
+    """Each known mistake with the tokens it returns on these arguments."""
+    outputs = []
+    with torch.no_grad(), exact_matmul():
+        for mistake in GREEDY_MISTAKES:
+            try:
+                outputs.append((mistake, mistake.compute(*args)))
+            except Exception:  # noqa: BLE001 - this mistake crashes on these inputs
+                continue
+    return outputs
+
+
+def check_greedy_shapes(fn) -> None:
+    """Long[B, max_len] without end_symbol, on the source's device, starting with start_symbol."""
+    model, src, src_mask = greedy_case(VISIBLE_SEED)
+    args = (model, src, src_mask, GREEDY_MAX_LEN, START)
+    out = run_greedy(fn, *args)
+    if out.is_floating_point():
+        raise CheckFailure(_greedy_mistake("float tokens").message(GREEDY))
+    expect_dtype(GREEDY, "the output", out, torch.long)
+    if tuple(out.shape) == (GREEDY_B, GREEDY_MAX_LEN + 1):
+        raise CheckFailure(_greedy_mistake("one token too many").message(GREEDY))
+    expect_shape(
+        GREEDY, "the output (no end_symbol: max_len tokens per row)", out, TOKENS, (GREEDY_B, GREEDY_MAX_LEN)
+    )
+    expect_device(GREEDY, "the output", out, src.device)
+    if not bool((out[:, 0] == START).all()):
+        raise CheckFailure(
+            f"{GREEDY}: every row must begin with start_symbol = {START}, "
+            f"got first column {out[:, 0].tolist()}"
+        )
+    passed(
+        f"{GREEDY} returns Long{TOKENS} = [{GREEDY_B}, {GREEDY_MAX_LEN}] (max_len tokens), "
+        "starting with start_symbol"
+    )
+
+
+def check_greedy_values(fn) -> None:
+    """Without end_symbol: the same tokens as a step-by-step argmax over the last position."""
+    model, src, src_mask = greedy_case(VISIBLE_SEED)
+    compare_greedy(fn, model, src, src_mask, GREEDY_MAX_LEN, START)
+    passed(f"{GREEDY} picks the argmax of the last position at every step (a stand-in model, B = {GREEDY_B})")
+
+
+def check_greedy_end_symbol(fn) -> None:
+    """With end_symbol: finished rows keep producing it, and decoding stops when all rows have."""
+    model, src, src_mask = greedy_case(VISIBLE_SEED)
+    compare_greedy(fn, model, src, src_mask, GREEDY_MAX_LEN, START, VISIBLE_END)
+    out = step_by_step(model, src, src_mask, GREEDY_MAX_LEN, START, VISIBLE_END)
+    passed(
+        f"{GREEDY} with end_symbol = {VISIBLE_END}: finished rows are padded with it, and decoding "
+        f"stops after {out.size(1)} of max_len = {GREEDY_MAX_LEN} tokens"
+    )
+
+
+def _same_tokens(a, b) -> bool:
+    return a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b.to(a.device))
+
+
+def separates(model, src, src_mask, max_len, start, end) -> bool:
+    """True when these inputs tell every known mistake apart from greedy decoding: without
+    end_symbol for the mistakes that do not concern it, with ``end`` for those that do (and those
+    also from each other)."""
+    for end_symbol in (None, end):
+        args = (model, src, src_mask, max_len, start, end_symbol)
+        expected = step_by_step(*args)
+        seen = []
+        for mistake, output in greedy_mistake_outputs(*args):
+            if (mistake.name in END_MISTAKES) != (end_symbol is not None):
+                continue
+            if any(_same_tokens(output, other) for other in [expected, *seen]):
+                return False
+            seen.append(output)
+    return True
+
+
+END_MISTAKES = {
+    "end_symbol ignored",
+    "finished rows not padded",
+    "no early stop",
+    "stops when any row ends",
+    "last end_symbol dropped",
+}
+
+
+def choose_end_symbol(model, src, src_mask, max_len, start):
+    """An end symbol that rows reach at different steps, all before max_len, if there is one."""
+    free = step_by_step(model, src, src_mask, max_len, start)[:, 1:]  # [B, max_len - 1]
+    for token in range(free.max().item() + 1):
+        if token == start:
+            continue
+        hits = free == token
+        if bool(hits.any(1).all()):
+            first = hits.float().argmax(1)
+            if len(set(first.tolist())) > 1 and int(first.max()) < max_len - 2:
+                if separates(model, src, src_mask, max_len, start, token):
+                    return token
+    return None
+
+
+CHECKS = {
+    GENERATOR: [check_generator_shapes, check_generator_values, check_generator_large_logits],
+    TRANSFORMER: [
+        check_transformer_shapes,
+        check_transformer_consistency,
+        check_transformer_properties,
+        check_transformer_values,
+    ],
+    GREEDY: [check_greedy_shapes, check_greedy_values, check_greedy_end_symbol],
+}
+CATALOGUE = {GENERATOR: GENERATOR_MISTAKES, TRANSFORMER: TRANSFORMER_MISTAKES, GREEDY: GREEDY_MISTAKES}

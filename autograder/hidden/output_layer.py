@@ -1,0 +1,110 @@
+"""Hidden tests for lesson 09: fresh sizes, weights and inputs, compared with the reference package."""
+
+import torch
+
+from autograder.checks import output_layer as checks
+from autograder.checks.device import DEVICE, DTYPE
+from autograder.hidden.core import Fresh
+from solutions.output_layer import Generator as ReferenceGenerator
+from solutions.output_layer import Transformer as ReferenceTransformer
+from solutions.output_layer import greedy_decode as reference_greedy_decode
+
+
+def _randomize(module: torch.nn.Module, fresh: Fresh) -> torch.nn.Module:
+    checks._randomize_(module, fresh.generator)
+    return module
+
+
+def hidden_generator(cls, trials: int = 3) -> None:
+    """Fresh D, V, B, T and weights; the reference's weights loaded into the learner's Generator.
+    The last trial scales the weights so that the logits lie thousands apart."""
+    fresh = Fresh()
+    for trial in range(trials):
+        d_model, vocab_size = fresh.size(3, 24), fresh.size(5, 40)
+        batch, length = fresh.size(2, 4), fresh.size(2, 9)
+        reference = _randomize(ReferenceGenerator(d_model, vocab_size).to(device=DEVICE, dtype=DTYPE), fresh)
+        if trial == trials - 1:
+            with torch.no_grad():
+                reference.proj.weight.mul_(1000.0)
+        module = checks._generator_module(cls, d_model, vocab_size)
+        checks._load_exactly(checks.GENERATOR, module, reference.state_dict(), "proj (an nn.Linear)")
+        x = fresh.tensor(batch, length + batch, d_model)  # T != B
+        with torch.no_grad():
+            expected = reference(x)
+        checks.compare_generator(module, x, expected)
+
+
+def hidden_transformer(cls, trials: int = 2) -> None:
+    """Fresh sizes (h >= 2, one or two layers), weights and padded batches; the reference's state_dict
+    loaded into the learner's Transformer; forward, encode and decode compared."""
+    fresh = Fresh()
+    for _ in range(trials):
+        n_heads = (2, 4)[fresh.size(0, 1)]
+        d_model = n_heads * fresh.size(2, 5)
+        args = checks.transformer_args(
+            src_vocab=fresh.size(5, 20),
+            tgt_vocab=fresh.size(5, 20),
+            d_model=d_model,
+            n_heads=n_heads,
+            d_ff=fresh.size(8, 40),
+            n_layers=fresh.size(1, 2),
+            max_len=fresh.size(12, 30),
+        )
+        reference = ReferenceTransformer(**args).to(device=DEVICE, dtype=DTYPE).eval()
+        _randomize(reference, fresh)
+        module = checks.transformer_module(cls, args)
+        checks.load_transformer(module, reference.state_dict())
+        batch, t_src = fresh.size(2, 3), fresh.size(3, 9)
+        t_tgt = fresh.size(3, 9)
+        src, tgt, src_mask, tgt_mask = checks.transformer_inputs(
+            batch, t_src, t_tgt, args["src_vocab"], args["tgt_vocab"], fresh.generator
+        )
+        with torch.no_grad():
+            memory = reference.encode(src, src_mask)
+            expected = reference.decode(memory, src_mask, tgt, tgt_mask)
+        checks.compare_transformer(module, src, tgt, src_mask, tgt_mask, expected)
+        with torch.no_grad():
+            mine = checks._call_model("encode's output", module.encode, src, src_mask)
+            checks.expect_close(checks.TRANSFORMER, "encode's output", mine, memory, checks.MEMORY)
+            mine = checks._call_model("decode's output", module.decode, memory, src_mask, tgt, tgt_mask)
+            checks.expect_close(checks.TRANSFORMER, "decode's output", mine, expected, checks.STATES)
+
+
+def hidden_greedy_decode(fn, with_end: bool) -> None:
+    """A fresh stand-in model and source, a small reference Transformer with fresh weights, and a
+    fixed stand-in on which every known mistake shows; each against the reference greedy_decode."""
+    fresh = Fresh()
+    cases = []
+    model, src, src_mask = checks.greedy_case(
+        int(fresh.size(0, 10**6)), batch=fresh.size(2, 4), t_src=fresh.size(3, 8), generator=fresh.generator
+    )
+    max_len = fresh.size(4, checks.GREEDY_VOCAB - 1)
+    free = checks.step_by_step(model, src, src_mask, max_len, checks.START)
+    cases.append((model, src, src_mask, max_len, int(free[0, 2]) if with_end else None))
+
+    args = checks.transformer_args(src_vocab=9, tgt_vocab=10, d_model=8, n_heads=2, d_ff=16, n_layers=1)
+    transformer = _randomize(ReferenceTransformer(**args).to(device=DEVICE, dtype=DTYPE).eval(), fresh)
+    src = fresh.tokens(3, fresh.size(3, 7), vocab_size=9, low=1)
+    src[-1, -1] = 0
+    max_len = fresh.size(4, 9)
+    free = reference_greedy_decode(transformer, src, (src != 0)[:, None, None, :], max_len, checks.START)
+    cases.append(
+        (transformer, src, (src != 0)[:, None, None, :], max_len, int(free[1, 2]) if with_end else None)
+    )
+
+    model, src, src_mask = checks.greedy_case(checks.HIDDEN_SEED)
+    cases.append((model, src, src_mask, checks.GREEDY_MAX_LEN, checks.HIDDEN_END if with_end else None))
+
+    for model, src, src_mask, max_len, end in cases:
+        expected = reference_greedy_decode(model, src, src_mask, max_len, checks.START, end)
+        checks.compare_greedy(fn, model, src, src_mask, max_len, checks.START, end, expected=expected)
+
+
+HIDDEN = {
+    "Generator": [hidden_generator],
+    "Transformer": [hidden_transformer],
+    "greedy_decode": [
+        lambda fn: hidden_greedy_decode(fn, with_end=False),
+        lambda fn: hidden_greedy_decode(fn, with_end=True),
+    ],
+}
