@@ -44,7 +44,6 @@ MISTAKE_EDITS = {
         ),
     ],
     "04_masking": [
-        ("causal_mask", ".tril()", ".triu()"),
         (
             "decoder_mask",
             "padding_mask(tokens, pad_id) & causal_mask(",

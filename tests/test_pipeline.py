@@ -23,6 +23,19 @@ SAMPLE_LESSONS = sorted({p.name for p in SAMPLES.glob("*/*") if p.is_dir()}, key
 # ben's typical mistakes: the test cells they fail (every other cell scores full points),
 # and the hint each failure must carry in the feedback.
 BEN_FAILS = {
+    "01_embedding": {
+        "cells": ["test_Embedding_values"],
+        "hints": ["no sqrt(d_model) scale. The looked-up vectors are not scaled"],
+    },
+    "02_positional_encoding": {
+        "cells": [
+            "test_sinusoidal_encoding_values",
+            "test_PositionalEncoding_buffer",
+            "test_PositionalEncoding_values",
+            "test_PositionalEncoding_dropout",
+        ],
+        "hints": ["sin and cos swapped. The even columns hold cos and the odd columns sin"],
+    },
     "03_attention": {
         "cells": [
             "test_scaled_dot_product_attention_values",
@@ -30,6 +43,44 @@ BEN_FAILS = {
             "test_scaled_dot_product_attention_fully_masked",
         ],
         "hints": ["no scaling. The scores are not scaled: divide q kᵀ by sqrt(d_k) before the softmax."],
+    },
+    "04_masking": {
+        "cells": ["test_decoder_mask_values"],
+        "hints": ["OR instead of AND. Your mask lets a query attend where either mask allows it (|)."],
+    },
+    "05_multi_head": {
+        "cells": [
+            "test_split_heads",
+            "test_split_heads_blocks",
+            "test_MultiHeadAttention_cross_attention",
+            "test_MultiHeadAttention_mask",
+            "test_MultiHeadAttention_attn",
+        ],
+        "hints": ["view straight to [B, h, T, d_k].", "heads split without transpose."],
+    },
+    "06_layer_norm": {
+        "cells": ["test_LayerNorm_matches_torch", "test_LayerNorm_statistics", "test_LayerNorm_large_mean"],
+        "hints": ["unbiased variance. The variance is divided by D - 1"],
+    },
+    "07_feed_forward": {
+        "cells": ["test_PositionwiseFeedForward_relu", "test_PositionwiseFeedForward_gelu"],
+        "hints": ["no activation. There is no non-linearity between linear1 and linear2"],
+    },
+    "08_encoder_decoder": {
+        "cells": ["test_EncoderLayer_post_ln", "test_EncoderLayer_mask", "test_Encoder_values"],
+        "hints": [
+            "no residual connection around the feed-forward network.",
+            "Make EncoderLayer pass its own checks",
+        ],
+    },
+    "09_output_layer": {
+        "cells": [
+            "test_Generator_values",
+            "test_Generator_large_logits",
+            "test_greedy_decode_values",
+            "test_greedy_decode_end_symbol",
+        ],
+        "hints": ["softmax instead of log_softmax.", "next token read from the first position."],
     },
 }
 
