@@ -29,8 +29,9 @@ test: setup lint
 demo: setup
 	$(PY) -m autograder demo
 
+# Jupyter refuses to start as root without --allow-root (containers, cloud shells).
 lab: setup
-	$(VENV)/bin/jupyter lab course/
+	$(VENV)/bin/jupyter lab course/ $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # After editing a lesson script or the reference package: rebuild notebooks, then samples.
 notebooks: setup
