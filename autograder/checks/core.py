@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from autograder.checks.device import exact_matmul, tolerance
+from autograder.checks.device import DEVICE, DTYPE, exact_matmul, tolerance
 
 
 class CheckFailure(AssertionError):
@@ -189,8 +189,6 @@ def mistake_outputs(mistakes: Sequence[Mistake], *args: Any) -> list[tuple[Mista
 
 def build(exercise: str, cls: type, *args: Any, **kwargs: Any) -> Any:
     """Construct the learner's module (stub and crash turned into messages), in eval mode, float64."""
-    from autograder.checks.device import DEVICE, DTYPE
-
     module = call(exercise, cls, *args, **kwargs)
     return module.to(device=DEVICE, dtype=DTYPE).eval()
 
