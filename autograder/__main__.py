@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     pipeline.save_problems()
     if args.step == "report":
         print((args.workspace / "problems.csv").read_text())
-    else:
+    elif args.step in ("collect", "autograde"):
         _print_problems(pipeline)
     return 0
 

@@ -18,7 +18,9 @@ COURSE_ID = "transformer-course"
 CELL_TIMEOUT_S = 60
 
 
-def course_config(workspace: Path, release: Path = COURSE, source: Path = SOURCE) -> Config:
+def course_config(
+    workspace: Path, release: Path = COURSE, source: Path = SOURCE, cell_timeout_s: int = CELL_TIMEOUT_S
+) -> Config:
     """nbgrader config whose gradebook, submissions and feedback live in ``workspace``.
 
     The source notebooks and the released course stay in the repository; the
@@ -31,7 +33,7 @@ def course_config(workspace: Path, release: Path = COURSE, source: Path = SOURCE
     c.CourseDirectory.release_directory = str(release)
     c.CourseDirectory.db_url = f"sqlite:///{workspace / 'gradebook.db'}"
     c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.png"]
-    c.Execute.timeout = CELL_TIMEOUT_S
+    c.Execute.timeout = cell_timeout_s
     c.Execute.kernel_name = "python3"
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     c.ClearOutput.remove_metadata_fields = ["collapsed", "scrolled", "execution"]

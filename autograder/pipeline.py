@@ -25,7 +25,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.apps import NbGraderAPI
 
 from autograder import lessons
-from autograder.nbgrader_config import course_config
+from autograder.nbgrader_config import CELL_TIMEOUT_S, course_config
 
 # How an LMS download names each file, tried in order: Blackboard's
 # <assignment>_<student>_attempt_<timestamp>_<notebook>.ipynb (the example in nbgrader's
@@ -60,15 +60,36 @@ def _readable(path: Path) -> str | None:
     return None
 
 
+def _failure_reason(result: dict, cell_timeout_s: int) -> str:
+    """One line on why nbgrader could not grade a submission, from its log."""
+    text = f"{result.get('log') or ''}\n{result.get('error') or ''}"
+    if "CellTimeoutError" in text or "Timeout waiting" in text or "timed out" in text:
+        return f"a cell ran longer than {cell_timeout_s} s (an endless loop?); the other cells were not run"
+    if "DeadKernelError" in text or "Kernel died" in text:
+        return "the kernel died while running the notebook (out of memory, or the code exited Python)"
+    lines = [line.strip() for line in text.splitlines() if line.strip() and "Traceback" not in line]
+    errors = [line for line in lines if "Error" in line or "error" in line]
+    return (errors or lines or ["nbgrader gave no reason"])[-1][:240]
+
+
 class Pipeline:
-    def __init__(self, workspace: Path, release: Path = lessons.COURSE, log=print):
+    def __init__(
+        self, workspace: Path, release: Path = lessons.COURSE, log=print, cell_timeout_s: int = CELL_TIMEOUT_S
+    ):
         self.workspace = workspace.resolve()
         self.workspace.mkdir(parents=True, exist_ok=True)
         self.release_dir = release
-        self.api = NbGraderAPI(config=course_config(self.workspace, release=release))
-        self.api.log.setLevel(logging.ERROR)  # failures are reported below, with the submission named
+        self.cell_timeout_s = cell_timeout_s
+        self.api = NbGraderAPI(
+            config=course_config(self.workspace, release=release, cell_timeout_s=cell_timeout_s)
+        )
+        self.api.log.setLevel(logging.CRITICAL)  # failures get one line each, their full logs a file
         self.problems: list[Problem] = []
         self.log = log
+
+    @property
+    def _db_url(self) -> str:
+        return f"sqlite:///{self.workspace / 'gradebook.db'}"
 
     @property
     def submitted(self) -> Path:
@@ -150,20 +171,49 @@ class Pipeline:
         }
         return [grade_id for grade_id in wanted if grade_id not in present]
 
+    def released(self) -> set[str]:
+        """The lessons recorded in this workspace's gradebook by `release`."""
+        with Gradebook(self._db_url, course_id=self.api.coursedir.course_id) as gb:
+            return {assignment.name for assignment in gb.assignments}
+
+    def _timed_out_cells(self, lesson: str, student: str) -> list[str]:
+        """Cells that nbgrader interrupted at the time limit, in the graded notebook."""
+        folder = self.workspace / "autograded" / student / lesson
+        return [
+            cell.metadata.get("nbgrader", {}).get("grade_id", f"cell {index}")
+            for path in sorted(folder.glob("*.ipynb"))
+            for index, cell in enumerate(nbformat.read(path, as_version=4).cells)
+            if any(output.get("ename") == "CellTimeoutError" for output in cell.get("outputs", []))
+        ]
+
     def autograde(self) -> None:
         """Grade every submission taken in; one that fails costs only itself."""
         pairs = self.submissions()
+        released = self.released()
         for index, (lesson, student) in enumerate(pairs, 1):
             start = time.perf_counter()
+            if lesson not in released:
+                hint = f"not released in this workspace: run `python -m autograder release {lesson}` first"
+                self.problems.append(Problem(student, lesson, hint))
+                continue
             deleted = self._deleted_test_cells(lesson, student)
             if deleted:
                 restored = ", ".join(deleted)
                 self.problems.append(
                     Problem(student, lesson, f"deleted test cells restored and graded: {restored}")
                 )
-            ok = self._check(self.api.autograde(lesson, student, force=True, create=True), "autograde")
-            if not ok:
-                self.problems.append(Problem(student, lesson, "autograding failed (see the log above)"))
+            result = self.api.autograde(lesson, student, force=True, create=True)
+            stopped = self._timed_out_cells(lesson, student) if result["success"] else []
+            if stopped:
+                cells = ", ".join(stopped)
+                what = f"cells stopped after {self.cell_timeout_s} s (an endless loop?), scored 0: {cells}"
+                self.problems.append(Problem(student, lesson, what))
+            if not result["success"]:
+                self.problems.append(
+                    Problem(
+                        student, lesson, f"autograding failed: {_failure_reason(result, self.cell_timeout_s)}"
+                    )
+                )
             self.log(
                 f"[{index}/{len(pairs)}] autograde {lesson} / {student}: {time.perf_counter() - start:.1f} s"
             )

@@ -2,6 +2,8 @@
 
 import zipfile
 
+import nbformat
+
 from autograder import lessons
 from autograder.pipeline import Pipeline
 
@@ -37,3 +39,32 @@ def test_folder_with_an_unknown_lesson_is_reported(tmp_path):
     pipeline.collect_folder(inbox)
     assert pipeline.submissions() == [("03_attention", "ada")]
     assert [p.what for p in pipeline.problems] == ["bonus.ipynb: unknown lesson '99_bonus'"]
+
+
+def test_a_runaway_submission_costs_only_itself(tmp_path):
+    from autograder.make_samples import filled
+
+    inbox = tmp_path / "inbox"
+    runaway = filled("01_embedding")
+    for cell in runaway.cells:
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = cell.source.replace(
+                "super().__init__()", "super().__init__()\n        while True:\n            pass"
+            )
+    for student, nb in (("ada", filled("01_embedding")), ("zed", runaway)):
+        path = inbox / student / "01_embedding" / "embedding.ipynb"
+        path.parent.mkdir(parents=True)
+        nbformat.write(nb, path)
+    pipeline = Pipeline(
+        tmp_path / "workspace", release=tmp_path / "release", log=lambda *_: None, cell_timeout_s=5
+    )
+    pipeline.release(["01_embedding"])
+    pipeline.collect_folder(inbox)
+    pipeline.autograde()
+    # nbgrader interrupts a cell at the limit and goes on: the runaway's cells score 0, and say why
+    assert pipeline.scores() == {("ada", "01_embedding"): (3.0, 3.0), ("zed", "01_embedding"): (0.0, 3.0)}
+    [problem] = pipeline.problems
+    assert (problem.student, problem.lesson) == ("zed", "01_embedding")
+    assert problem.what.startswith(
+        "cells stopped after 5 s (an endless loop?), scored 0: test_Embedding_shapes, test_Embedding_values"
+    ), problem.what
