@@ -68,3 +68,12 @@ def test_a_runaway_submission_costs_only_itself(tmp_path):
     assert problem.what.startswith(
         "cells stopped after 5 s (an endless loop?), scored 0: test_Embedding_shapes, test_Embedding_values"
     ), problem.what
+
+
+def test_a_failed_run_is_named_by_the_last_error_line_of_its_log():
+    from autograder.pipeline import _failure_reason
+
+    log = "[INFO] converting\nTraceback (most recent call last):\n  File 'x'\n"
+    log += "NbGraderException: no gradebook entry\n"
+    assert _failure_reason({"log": log, "error": None}) == "NbGraderException: no gradebook entry"
+    assert _failure_reason({"log": "", "error": ""}) == "nbgrader gave no reason"
