@@ -5,7 +5,7 @@ Each module matches one lesson. The code between ``### BEGIN SOLUTION`` and
 ``solutions/lessons`` take their exercise cells from these definitions, so the
 package is the one source of every solution.
 
-Conventions (see ``shared/design/lessons.md``): batch first; ``B`` batch, ``T``
+Conventions (see ``docs/contract.md``): batch first; ``B`` batch, ``T``
 sequence length (``T_q``/``T_k`` where they differ), ``D = d_model``, ``h``
 heads, ``d_k = D // h``. Boolean masks, True means "may attend".
 """

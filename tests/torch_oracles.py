@@ -1,7 +1,7 @@
 """PyTorch's own modules as oracles: copy their weights into the course's modules.
 
 Each ``*_state`` function maps the parameters of a PyTorch module to the state-dict
-keys that the course contract names (shared/design/lessons.md), in the contract's
+keys that the course contract names (docs/contract.md), in the contract's
 order; each ``copy_*`` function loads that state into one of our modules with
 ``strict=True`` and returns it. Only names from the contract are used (``w_q``,
 ``gamma``, ``ffn.linear1``, ``layers``, ``norm``...), so the helpers work for a
