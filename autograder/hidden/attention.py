@@ -1,14 +1,14 @@
 """Hidden tests for lesson 03."""
 
 from autograder.checks import attention
-from autograder.hidden.core import Fresh
+from autograder.hidden.core import Fresh, replayable
 from solutions.attention import scaled_dot_product_attention as reference
 
 
-def hidden_scaled_dot_product_attention(fn, masked: bool, trials: int = 3) -> None:
+@replayable
+def hidden_scaled_dot_product_attention(fresh: Fresh, fn, masked: bool, trials: int = 3) -> None:
     """Fresh sizes (h >= 2, T_q != T_k, d_k != d_v); with ``masked``, masks of several broadcast
     shapes, one of them with a fully masked query row."""
-    fresh = Fresh()
     for _ in range(trials):
         b, h, t_q, d_k = fresh.size(2, 4), fresh.size(2, 4), fresh.size(2, 9), fresh.size(2, 8)
         t_k, d_v = t_q + fresh.size(1, 4), d_k + fresh.size(1, 4)

@@ -1,17 +1,39 @@
-"""Fresh randomness for hidden tests."""
+"""Fresh randomness for hidden tests, and the seed that replays it.
 
+Every hidden test draws new sizes and values on each run, so that an answer hard-coded to
+the visible checks' inputs fails. The seed it drew is printed in its failure message;
+setting ``COURSE_HIDDEN_SEED`` to that number makes every hidden test draw exactly the
+same sizes and values again, so an instructor can replay a learner's failure.
+"""
+
+import functools
 import os
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
+from autograder.checks.core import CheckFailure
 from autograder.checks.device import DEVICE, DTYPE
+
+SEED_VARIABLE = "COURSE_HIDDEN_SEED"
+
+
+def _seed() -> int:
+    """The seed in COURSE_HIDDEN_SEED when it is set, else a new one from the operating system."""
+    given = os.environ.get(SEED_VARIABLE, "").strip()
+    if not given:
+        return int.from_bytes(os.urandom(4), "little")
+    if not given.isdigit():
+        raise ValueError(f"{SEED_VARIABLE} must be a whole number (a hidden test's seed), got {given!r}")
+    return int(given)
 
 
 class Fresh:
-    """A random source seeded from the operating system: new sizes and values on every run."""
+    """A random source for one hidden test: a new seed on every run, unless one is given."""
 
     def __init__(self) -> None:
-        self.seed = int.from_bytes(os.urandom(4), "little")
+        self.seed = _seed()
         self.generator = torch.Generator().manual_seed(self.seed)
 
     def size(self, low: int, high: int) -> int:
@@ -26,3 +48,21 @@ class Fresh:
 
     def bools(self, *shape: int, p: float = 0.6) -> torch.Tensor:
         return (torch.rand(*shape, generator=self.generator) < p).to(DEVICE)
+
+
+def replayable(test: Callable[..., None]) -> Callable[..., None]:
+    """``test(fresh, *args)`` becomes ``test(*args)`` with a new ``Fresh``; a failure says its seed."""
+
+    @functools.wraps(test)
+    def run(*args: Any, **kwargs: Any) -> None:
+        fresh = Fresh()
+        try:
+            test(fresh, *args, **kwargs)
+        except CheckFailure as failure:
+            failure.args = (
+                f"{failure} (Hidden test {test.__name__}, seed {fresh.seed}: "
+                f"{SEED_VARIABLE}={fresh.seed} replays it.)",
+            )
+            raise
+
+    return run

@@ -5,14 +5,14 @@ import torch
 from autograder.checks import embedding
 from autograder.checks.core import load_weights
 from autograder.checks.device import DEVICE, DTYPE
-from autograder.hidden.core import Fresh
+from autograder.hidden.core import Fresh, replayable
 from solutions.embedding import Embedding as Reference
 
 
-def hidden_embedding(cls, trials: int = 3) -> None:
+@replayable
+def hidden_embedding(fresh: Fresh, cls, trials: int = 3) -> None:
     """Fresh vocabulary sizes, model sizes, batches and weights; the reference's weights are
     loaded into the learner's module (strict) and the outputs compared."""
-    fresh = Fresh()
     for _ in range(trials):
         vocab_size, d_model = fresh.size(5, 40), fresh.size(3, 33)
         batch, length = fresh.size(2, 4), fresh.size(2, 9)

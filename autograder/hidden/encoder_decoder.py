@@ -8,7 +8,7 @@ import torch
 
 from autograder.checks import encoder_decoder as checks
 from autograder.checks.core import build, load_weights
-from autograder.hidden.core import Fresh
+from autograder.hidden.core import Fresh, replayable
 from solutions import Decoder, DecoderLayer, Encoder, EncoderLayer
 
 
@@ -38,8 +38,8 @@ def _pair(fresh: Fresh, reference_cls, cls, exercise: str, *args, norm_first: bo
     return reference, learner
 
 
-def hidden_encoder_layer(cls, norm_first: bool, masked: bool, trials: int = 2) -> None:
-    fresh = Fresh()
+@replayable
+def hidden_encoder_layer(fresh: Fresh, cls, norm_first: bool, masked: bool, trials: int = 2) -> None:
     for _ in range(trials):
         batch, heads, d_model, d_ff = _sizes(fresh)
         length = fresh.size(3, 8)
@@ -54,8 +54,8 @@ def hidden_encoder_layer(cls, norm_first: bool, masked: bool, trials: int = 2) -
             checks.compare_encoder_layer(learner, norm_first, x, mask, expected)
 
 
-def hidden_decoder_layer(cls, norm_first: bool, masked: bool, trials: int = 2) -> None:
-    fresh = Fresh()
+@replayable
+def hidden_decoder_layer(fresh: Fresh, cls, norm_first: bool, masked: bool, trials: int = 2) -> None:
     for _ in range(trials):
         batch, heads, d_model, d_ff = _sizes(fresh)
         t_tgt = fresh.size(2, 7)
@@ -73,8 +73,8 @@ def hidden_decoder_layer(cls, norm_first: bool, masked: bool, trials: int = 2) -
         checks.compare_decoder_layer(learner, norm_first, x, memory, src_mask, tgt_mask, expected)
 
 
-def hidden_encoder(cls, trials: int = 2) -> None:
-    fresh = Fresh()
+@replayable
+def hidden_encoder(fresh: Fresh, cls, trials: int = 2) -> None:
     for trial in range(trials):
         batch, heads, d_model, d_ff = _sizes(fresh)
         n_layers, length = fresh.size(2, 3), fresh.size(3, 8)
@@ -86,8 +86,8 @@ def hidden_encoder(cls, trials: int = 2) -> None:
         checks.compare_encoder(learner, x, mask, expected)
 
 
-def hidden_decoder(cls, trials: int = 2) -> None:
-    fresh = Fresh()
+@replayable
+def hidden_decoder(fresh: Fresh, cls, trials: int = 2) -> None:
     for trial in range(trials):
         batch, heads, d_model, d_ff = _sizes(fresh)
         n_layers, t_tgt = fresh.size(2, 3), fresh.size(2, 7)

@@ -7,13 +7,13 @@ import torch
 from autograder.checks import feed_forward as checks
 from autograder.checks.core import load_weights
 from autograder.checks.device import DEVICE, DTYPE
-from autograder.hidden.core import Fresh
+from autograder.hidden.core import Fresh, replayable
 from solutions.feed_forward import PositionwiseFeedForward as Reference
 
 
-def hidden_feed_forward(cls, activation: str, trials: int = 3) -> None:
+@replayable
+def hidden_feed_forward(fresh: Fresh, cls, activation: str, trials: int = 3) -> None:
     """Fresh sizes (B, T >= 2, d_ff both 4 * D and not) and fresh weights, for one activation."""
-    fresh = Fresh()
     for trial in range(trials):
         d_model = fresh.size(2, 16)
         d_ff = 4 * d_model if trial == 0 else fresh.size(2, 40)

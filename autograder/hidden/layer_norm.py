@@ -4,7 +4,7 @@ import torch
 
 from autograder.checks import layer_norm as checks
 from autograder.checks.device import DEVICE, DTYPE
-from autograder.hidden.core import Fresh
+from autograder.hidden.core import Fresh, replayable
 from solutions.layer_norm import LayerNorm as Reference
 
 
@@ -17,10 +17,10 @@ def _reference(d_model: int, eps: float, fresh: Fresh) -> Reference:
     return reference
 
 
-def hidden_layer_norm(cls, shifted: bool, trials: int = 3) -> None:
+@replayable
+def hidden_layer_norm(fresh: Fresh, cls, shifted: bool, trials: int = 3) -> None:
     """Fresh shapes ([B, T, D] with B, T >= 2, and one [B, h, T, D]) and a fresh eps; with
     ``shifted``, rows with a large mean and a small spread."""
-    fresh = Fresh()
     for trial in range(trials):
         d_model = fresh.size(3, 24)
         shape = (fresh.size(2, 4), fresh.size(2, 7), d_model)

@@ -3,7 +3,7 @@
 import torch
 
 from autograder.checks import core, multi_head
-from autograder.hidden.core import Fresh
+from autograder.hidden.core import Fresh, replayable
 from solutions.multi_head import MultiHeadAttention as Reference
 from solutions.multi_head import merge_heads as reference_merge
 from solutions.multi_head import split_heads as reference_split
@@ -16,16 +16,16 @@ def _sizes(fresh: Fresh) -> tuple[int, int, int, int]:
     return b, h, d_k, t
 
 
-def hidden_split_heads(fn, trials: int = 3) -> None:
-    fresh = Fresh()
+@replayable
+def hidden_split_heads(fresh: Fresh, fn, trials: int = 3) -> None:
     for _ in range(trials):
         b, h, d_k, t = _sizes(fresh)
         x = fresh.tensor(b, t, h * d_k)
         multi_head.compare_split(fn, x, h, expected=reference_split(x, h))
 
 
-def hidden_merge_heads(fn, trials: int = 3) -> None:
-    fresh = Fresh()
+@replayable
+def hidden_merge_heads(fresh: Fresh, fn, trials: int = 3) -> None:
     for _ in range(trials):
         b, h, d_k, t = _sizes(fresh)
         x = fresh.tensor(b, h, t, d_k)
@@ -47,10 +47,10 @@ def _pair(cls, fresh: Fresh, d_model: int, n_heads: int):
 
 
 @multi_head.keeps_global_rng
-def hidden_multi_head_attention(cls, masked: bool, trials: int = 2) -> None:
+@replayable
+def hidden_multi_head_attention(fresh: Fresh, cls, masked: bool, trials: int = 2) -> None:
     """Fresh sizes (h >= 2, T_q != T_k), cross-attention and self-attention; with ``masked``,
     masks of several broadcast shapes, one query row fully masked."""
-    fresh = Fresh()
     for _ in range(trials):
         b, h, d_k, t_q = _sizes(fresh)
         t_k = t_q + fresh.size(1, 4)

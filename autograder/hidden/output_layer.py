@@ -4,7 +4,7 @@ import torch
 
 from autograder.checks import output_layer as checks
 from autograder.checks.device import DEVICE, DTYPE
-from autograder.hidden.core import Fresh
+from autograder.hidden.core import Fresh, replayable
 from solutions.output_layer import Generator as ReferenceGenerator
 from solutions.output_layer import Transformer as ReferenceTransformer
 from solutions.output_layer import greedy_decode as reference_greedy_decode
@@ -15,10 +15,10 @@ def _randomize(module: torch.nn.Module, fresh: Fresh) -> torch.nn.Module:
     return module
 
 
-def hidden_generator(cls, trials: int = 3) -> None:
+@replayable
+def hidden_generator(fresh: Fresh, cls, trials: int = 3) -> None:
     """Fresh D, V, B, T and weights; the reference's weights loaded into the learner's Generator.
     The last trial scales the weights so that the logits lie thousands apart."""
-    fresh = Fresh()
     for trial in range(trials):
         d_model, vocab_size = fresh.size(3, 24), fresh.size(5, 40)
         batch, length = fresh.size(2, 4), fresh.size(2, 9)
@@ -34,10 +34,10 @@ def hidden_generator(cls, trials: int = 3) -> None:
         checks.compare_generator(module, x, expected)
 
 
-def hidden_transformer(cls, trials: int = 2) -> None:
+@replayable
+def hidden_transformer(fresh: Fresh, cls, trials: int = 2) -> None:
     """Fresh sizes (h >= 2, one or two layers), weights and padded batches; the reference's state_dict
     loaded into the learner's Transformer; forward, encode and decode compared."""
-    fresh = Fresh()
     for _ in range(trials):
         n_heads = (2, 4)[fresh.size(0, 1)]
         d_model = n_heads * fresh.size(2, 5)
@@ -70,10 +70,10 @@ def hidden_transformer(cls, trials: int = 2) -> None:
             checks.expect_close(checks.TRANSFORMER, "decode's output", mine, expected, checks.STATES)
 
 
-def hidden_greedy_decode(fn, with_end: bool) -> None:
+@replayable
+def hidden_greedy_decode(fresh: Fresh, fn, with_end: bool) -> None:
     """A fresh stand-in model and source, a small reference Transformer with fresh weights, and a
     fixed stand-in on which every known mistake shows; each against the reference greedy_decode."""
-    fresh = Fresh()
     cases = []
     model, src, src_mask = checks.greedy_case(
         int(fresh.size(0, 10**6)), batch=fresh.size(2, 4), t_src=fresh.size(3, 8), generator=fresh.generator

@@ -5,7 +5,7 @@ import torch
 from autograder.checks import positional_encoding as checks
 from autograder.checks.core import build, load_weights
 from autograder.checks.device import DEVICE, DTYPE
-from autograder.hidden.core import Fresh
+from autograder.hidden.core import Fresh, replayable
 from solutions.positional_encoding import PositionalEncoding as Reference
 from solutions.positional_encoding import sinusoidal_encoding as reference_table
 
@@ -15,9 +15,9 @@ def _sizes(fresh: Fresh) -> tuple[int, int]:
     return fresh.size(6, 64), 2 * fresh.size(2, 20)
 
 
-def hidden_sinusoidal_encoding(fn, trials: int = 3) -> None:
+@replayable
+def hidden_sinusoidal_encoding(fresh: Fresh, fn, trials: int = 3) -> None:
     """Fresh max_len and even d_model against the reference table; fresh odd d_model raises."""
-    fresh = Fresh()
     for _ in range(trials):
         max_len, d_model = _sizes(fresh)
         checks.compare_table(fn, max_len, d_model, expected=reference_table(max_len, d_model).to(DEVICE))
@@ -38,9 +38,9 @@ def _modules(cls, max_len: int, d_model: int, dropout: float = 0.0):
     return module, reference
 
 
-def hidden_positional_encoding(cls, trials: int = 3) -> None:
+@replayable
+def hidden_positional_encoding(fresh: Fresh, cls, trials: int = 3) -> None:
     """Fresh sizes: T < max_len, T != B, T != D; the output equals the reference's in eval mode."""
-    fresh = Fresh()
     for _ in range(trials):
         max_len, d_model = _sizes(fresh)
         module, reference = _modules(cls, max_len, d_model)
@@ -54,10 +54,10 @@ def hidden_positional_encoding(cls, trials: int = 3) -> None:
         checks.compare_module(module, x, expected)
 
 
-def hidden_positional_encoding_length_and_dropout(cls, trials: int = 2) -> None:
+@replayable
+def hidden_positional_encoding_length_and_dropout(fresh: Fresh, cls, trials: int = 2) -> None:
     """Fresh sizes: T == max_len works, T > max_len raises ValueError; fresh dropout p behaves
     like nn.Dropout on x + pe[:T] (off in eval mode)."""
-    fresh = Fresh()
     for _ in range(trials):
         p = 0.2 + 0.5 * float(torch.rand(1, generator=fresh.generator))
         # at least 2 * 8 * 16 = 256 entries: some are surely dropped and some kept
