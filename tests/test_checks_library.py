@@ -21,3 +21,19 @@ def test_checks_import_without_the_solution_package():
     assert (
         "autograder.checks.attention" in result.stdout and "autograder.checks.output_layer" in result.stdout
     )
+
+
+def test_a_missing_optional_parameter_is_named_with_the_signature_to_keep():
+    import pytest
+    import torch
+
+    from autograder.checks import CheckFailure, masking
+
+    def causal_mask(size):  # right values, but no `device` parameter
+        return torch.ones(size, size, dtype=torch.bool).tril()
+
+    masking.check_causal_mask_shape(causal_mask)  # called with the contract's own arguments: passes
+    with pytest.raises(
+        CheckFailure, match=r"Keep the exercise's signature, `def causal_mask\(size, device=None\):`"
+    ):
+        masking.check_causal_mask_values(causal_mask)

@@ -8,6 +8,7 @@ whose message is written for the learner.
 """
 
 import contextlib
+import inspect
 import textwrap
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -73,6 +74,19 @@ def call(exercise: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> An
         raise
     except Exception as error:
         raise CheckFailure(f"{exercise} raised {type(error).__name__}: {error} (where: see below)") from error
+
+
+def expect_parameter(exercise: str, fn: Callable[..., Any], name: str, signature: str) -> None:
+    """Fail, naming the signature to keep, when ``fn`` takes no optional parameter ``name``."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (a builtin): let the call itself tell
+        return
+    if not any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        raise CheckFailure(
+            f"{exercise}: this check passes `{name}=...`, and your definition has no `{name}` "
+            f"parameter. Keep the exercise's signature, `{signature}`, and use `{name}` in the body."
+        )
 
 
 @contextlib.contextmanager

@@ -20,6 +20,7 @@ from autograder.checks.core import (
     Mistake,
     call,
     expect_device,
+    expect_parameter,
     expect_tensor,
     mistake_outputs,
     passed,
@@ -268,6 +269,7 @@ DECODER_RULE = "Entry [b, 0, i, j] is True exactly where key j <= query i and to
 
 def compare_causal(fn, size: int, expected: torch.Tensor | None = None) -> torch.Tensor:
     """The learner's causal_mask(size, device=DEVICE) against ``expected`` (default: PyTorch's)."""
+    expect_parameter(CAUSAL, fn, "device", "def causal_mask(size, device=None):")
     actual = call(CAUSAL, fn, size, device=DEVICE)
     expected = expected_causal(size, DEVICE) if expected is None else expected
     mistakes = mistake_outputs(CAUSAL_MISTAKES, size, DEVICE)
