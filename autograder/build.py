@@ -34,6 +34,7 @@ import nbformat
 from nbclient import NotebookClient
 
 from autograder import lessons
+from autograder.nbgrader_config import local_sockets
 
 HEADER = re.compile(r"^# %%(?P<rest>.*)$")
 NBGRADER_SCHEMA = 3
@@ -156,7 +157,11 @@ def execute(nb: nbformat.NotebookNode, cwd: Path) -> nbformat.NotebookNode:
     have one, and a count that is exactly the cell's place is no noise.
     """
     client = NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
+        nb,
+        timeout=300,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(cwd)}},
+        config=local_sockets(),
     )
     backend = os.environ.pop("MPLBACKEND", None)  # figures go inline into the notebook, as nbval sees them
     try:
@@ -177,23 +182,29 @@ def write_source(lesson: str) -> Path:
     return path
 
 
-def generate_student(lesson: str, release: Path) -> Path:
-    """Run nbgrader's generate_assignment for one lesson into ``release/<lesson>/``."""
+def generate_students(names: list[str], release: Path) -> list[Path]:
+    """Run nbgrader's generate_assignment for each lesson into ``release/<lesson>/``.
+
+    One scratch gradebook serves every lesson: creating one costs nbgrader seconds (it runs
+    the `alembic` command), which a gradebook per lesson would pay again each time.
+    """
     from nbgrader.apps import NbGraderAPI
 
     from autograder.nbgrader_config import course_config
 
     with tempfile.TemporaryDirectory() as workspace:
         api = NbGraderAPI(config=course_config(Path(workspace), release=release))
-        result = api.generate_assignment(lesson, force=True, create=True)
-        if not result["success"]:
-            raise RuntimeError(f"nbgrader generate_assignment {lesson} failed:\n{result['log']}")
-    return release / lesson / lessons.notebook_name(lesson)
+        for lesson in names:
+            result = api.generate_assignment(lesson, force=True, create=True)
+            if not result["success"]:
+                raise RuntimeError(f"nbgrader generate_assignment {lesson} failed:\n{result['log']}")
+    return [release / lesson / lessons.notebook_name(lesson) for lesson in names]
 
 
-def write_course(lesson: str) -> Path:
-    shutil.rmtree(lessons.COURSE / lesson, ignore_errors=True)
-    return generate_student(lesson, lessons.COURSE)
+def write_course(names: list[str]) -> list[Path]:
+    for lesson in names:
+        shutil.rmtree(lessons.COURSE / lesson, ignore_errors=True)
+    return generate_students(names, lessons.COURSE)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -207,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no lesson script for {unknown}; lessons with scripts: {lessons.written_lessons()}")
     for lesson in names:
         print(f"{lesson}: source {write_source(lesson).relative_to(lessons.ROOT)}", flush=True)
-        print(f"{lesson}: course {write_course(lesson).relative_to(lessons.ROOT)}", flush=True)
+    for path in write_course(names):
+        print(f"course {path.relative_to(lessons.ROOT)}", flush=True)
     return 0
 
 

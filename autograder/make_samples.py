@@ -118,30 +118,35 @@ def filled(lesson: str, edits: list[tuple[str, str, str]] = (), warn: bool = Fal
     return nb
 
 
-def _write(student: str, lesson: str, nb: nbformat.NotebookNode) -> Path:
-    path = SAMPLES / student / lesson / lessons.notebook_name(lesson)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, path)
-    return path
+def write_samples(folder: Path = SAMPLES) -> list[Path]:
+    """Write every sample notebook under ``folder`` (emptied first); returns the files."""
+    shutil.rmtree(folder, ignore_errors=True)
 
+    def write(student: str, lesson: str, nb: nbformat.NotebookNode) -> Path:
+        path = folder / student / lesson / lessons.notebook_name(lesson)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, path)
+        return path
 
-def main() -> int:
-    shutil.rmtree(SAMPLES, ignore_errors=True)
     written = [lesson for lesson in lessons.written_lessons() if lessons.course_path(lesson).exists()]
     for lesson in written:
-        _write("ada", lesson, filled(lesson))
-        _write("ben", lesson, filled(lesson, MISTAKE_EDITS.get(lesson, [])))
-        _write("cho", lesson, nbformat.read(lessons.course_path(lesson), as_version=4))
+        write("ada", lesson, filled(lesson))
+        write("ben", lesson, filled(lesson, MISTAKE_EDITS.get(lesson, [])))
+        write("cho", lesson, nbformat.read(lessons.course_path(lesson), as_version=4))
     lesson, cell_id = DELETED_CELL
     nb = filled(lesson)
     nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") != cell_id]
-    _write("dev", lesson, nb)
-    corrupt = _write("eve", "03_attention", filled("03_attention"))
+    write("dev", lesson, nb)
+    corrupt = write("eve", "03_attention", filled("03_attention"))
     corrupt.write_text(corrupt.read_text()[:2000])  # cut short, as by a failed upload
     if "01_embedding" in written:
-        _write("eve", "01_embedding", filled("01_embedding"))
-    _write("fay", "03_attention", filled("03_attention", warn=True))
-    print(f"wrote {len(list(SAMPLES.glob('*/*/*.ipynb')))} sample notebooks into {SAMPLES}")
+        write("eve", "01_embedding", filled("01_embedding"))
+    write("fay", "03_attention", filled("03_attention", warn=True))
+    return sorted(folder.glob("*/*/*.ipynb"))
+
+
+def main() -> int:
+    print(f"wrote {len(write_samples())} sample notebooks into {SAMPLES}")
     return 0
 
 

@@ -5,8 +5,10 @@ submissions, autograding, feedback) builds its configuration here, so the
 choices below hold everywhere.
 """
 
+import os
 from pathlib import Path
 
+from jupyter_core.paths import jupyter_runtime_dir
 from traitlets.config import Config
 
 from autograder.lessons import COURSE, SOURCE
@@ -16,6 +18,23 @@ COURSE_ID = "transformer-course"
 # 2-core CPU; 60 s leaves room for a loaded grading machine and still stops a runaway
 # submission in a minute (it is reported, and the other submissions are graded).
 CELL_TIMEOUT_S = 60
+
+
+def local_sockets() -> Config:
+    """Kernels talk to this process over local (ipc) sockets, not TCP ports.
+
+    Nothing listens on the network, and ipykernel has no unencrypted TCP to warn about on
+    every start. The socket files get an absolute prefix in Jupyter's runtime folder (the
+    default prefix is relative, and a kernel started in the notebook's folder would look
+    for its sockets elsewhere); the process id keeps parallel graders apart, and jupyter_client
+    numbers the kernels of one process so that they never share a socket.
+    """
+    folder = Path(jupyter_runtime_dir())
+    folder.mkdir(parents=True, exist_ok=True)
+    c = Config()
+    c.KernelManager.transport = "ipc"
+    c.KernelManager.ip = str(folder / f"course-{os.getpid()}-ipc")
+    return c
 
 
 def course_config(
@@ -35,6 +54,7 @@ def course_config(
     c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.png"]
     c.Execute.timeout = cell_timeout_s
     c.Execute.kernel_name = "python3"
+    c.merge(local_sockets())
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     c.ClearOutput.remove_metadata_fields = ["collapsed", "scrolled", "execution"]
     # A deleted or edited test cell comes back from the source before grading.

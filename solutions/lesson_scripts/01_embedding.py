@@ -20,7 +20,6 @@
 
 # %%
 import math
-import time
 
 import matplotlib.pyplot as plt
 import torch
@@ -29,6 +28,7 @@ from torch import nn
 
 from autograder.checks import embedding as checks
 from autograder.checks.device import DEVICE
+from autograder.timing import median_seconds
 from solutions.validation import check_token_ids
 
 torch.manual_seed(0)
@@ -249,8 +249,10 @@ ax.set_title("Row lengths: embeddings against positional encoding");
 #
 # The table is often the largest single weight of a small model: the paper's shared
 # vocabulary of about 37,000 tokens at $D = 512$ is 19 million parameters. The
-# measurement runs the lookup and the one-hot product on the same tokens (timings vary
-# from machine to machine).
+# measurement runs the lookup and the one-hot product on the same tokens. Each time is
+# the median of many calls after a warm-up, on one CPU thread: your milliseconds will not
+# be the same as another machine's, but the one-hot product comes out many times slower
+# on any of them, because it multiplies by $V$ zeros for every token.
 
 # %%
 print(f"parameters of a 37000 x 512 table: {37000 * 512 / 1e6:.1f} million")
@@ -262,11 +264,7 @@ for name, lookup in (
     ("lookup", lambda: table(tokens)),
     ("one-hot matmul", lambda: F.one_hot(tokens, vocab_size).float() @ table.weight),
 ):
-    lookup()  # warm up
-    start = time.perf_counter()
-    for _ in range(5):
-        lookup()
-    elapsed = (time.perf_counter() - start) / 5
+    elapsed = median_seconds(lookup)
     ratio = "" if previous is None else f"  ({elapsed / previous:.1f}x the previous)"
     print(f"{name:>15}: {elapsed * 1e3:8.3f} ms for {tokens.numel()} tokens{ratio}")
     previous = elapsed

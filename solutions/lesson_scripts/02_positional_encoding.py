@@ -18,7 +18,6 @@
 
 # %%
 import math
-import time
 
 import matplotlib.pyplot as plt
 import torch
@@ -26,6 +25,7 @@ from torch import nn
 
 from autograder.checks import positional_encoding as checks
 from autograder.checks.device import DEVICE
+from autograder.timing import median_seconds
 from solutions.attention import scaled_dot_product_attention
 from solutions.embedding import Embedding
 
@@ -359,23 +359,19 @@ with torch.no_grad():
 #
 # There are no parameters. The default table, $5000 \times 512$ in float32, takes about
 # 10 MB; `forward` is a single broadcast addition, linear in the number of tokens, so
-# doubling $T$ roughly doubles its time (timings vary from machine to machine).
+# doubling $T$ roughly doubles its time. Each time below is the median of many calls
+# after a warm-up, on one CPU thread; the milliseconds depend on your machine, and the
+# ratio between two rows, close to 2, much less.
 
 # %%
-start = time.perf_counter()
+build = median_seconds(PositionalEncoding, 512, 5000)
 big = PositionalEncoding(512, max_len=5000)
-elapsed = time.perf_counter() - start
 mebibytes = big.pe.numel() * big.pe.element_size() / 2**20
-print(f"table [5000, 512]: {elapsed * 1e3:.1f} ms to build, {mebibytes:.1f} MiB")
+print(f"table [5000, 512]: {build * 1e3:.1f} ms to build, {mebibytes:.1f} MiB")
 previous = None
 for length in (512, 1024, 2048):
     batch = torch.randn(4, length, 512)
-    times = []
-    for _ in range(5):  # the fastest of 5 runs: the least disturbed by other programs
-        start = time.perf_counter()
-        big(batch)
-        times.append(time.perf_counter() - start)
-    elapsed = min(times)
+    elapsed = median_seconds(big, batch)
     ratio = "" if previous is None else f"  ({elapsed / previous:.1f}x the previous)"
     print(f"T={length:>5}: {elapsed * 1e3:7.2f} ms{ratio}")
     previous = elapsed

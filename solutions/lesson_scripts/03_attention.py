@@ -14,7 +14,6 @@
 
 # %%
 import math
-import time
 
 import matplotlib.pyplot as plt
 import torch
@@ -22,6 +21,7 @@ import torch.nn.functional as F
 
 from autograder.checks import attention as checks
 from autograder.checks.device import DEVICE
+from autograder.timing import median_seconds
 from solutions.validation import check_attention_inputs
 
 torch.manual_seed(0)
@@ -183,8 +183,8 @@ for size in (4, 16, 64, 256, 1024):
 w_shared = torch.randn(d_model, d_k)
 scores_shared = (x @ w_shared) @ (x @ w_shared).T
 scores_separate = (x @ w_q) @ (x @ w_k).T
-print("shared W:   max |S - S^T| =", f"{(scores_shared - scores_shared.T).abs().max():.2e}")
-print("separate W: max |S - S^T| =", f"{(scores_separate - scores_separate.T).abs().max():.2e}")
+print("shared W:   max |S - S^T| =", f"{(scores_shared - scores_shared.T).abs().max():.2f}")
+print("separate W: max |S - S^T| =", f"{(scores_separate - scores_separate.T).abs().max():.2f}")
 
 # %% [markdown]
 # ## Dot-product against additive attention
@@ -210,10 +210,7 @@ for name, score in (
     ("dot-product", lambda: qa @ ka.T / math.sqrt(size)),
     ("additive", lambda: additive_scores(qa, ka, w1, w2, wa)),
 ):
-    start = time.perf_counter()
-    for _ in range(10):
-        score()
-    print(f"{name:>12}: {(time.perf_counter() - start) / 10 * 1e3:.2f} ms for {length}x{length} scores")
+    print(f"{name:>12}: {median_seconds(score) * 1e3:.2f} ms for {length}x{length} scores")
 
 # %% [markdown]
 # ## What it costs
@@ -228,17 +225,17 @@ for name, score in (
 #
 # In self-attention $T_q = T_k = T$, so both time and memory grow like $T^2$: doubling
 # the sequence quadruples the score matrix. Everything else in a Transformer layer is
-# linear in $T$. The measurement below doubles $T$ a few times (timings vary from
-# machine to machine; the ratio is what to look at).
+# linear in $T$. The measurement below doubles $T$ twice. Each time is the median of
+# many calls after a warm-up, on one CPU thread. The milliseconds depend on your machine;
+# the ratio is what to look at, and it comes out near 4, sometimes a little above (a
+# larger score matrix no longer fits in the processor's caches) or a little below (fixed
+# costs per call weigh more at the small size).
 
 # %%
 previous = None
 for length in (256, 512, 1024):
     qt, kt, vt = (torch.randn(4, length, 64) for _ in range(3))
-    start = time.perf_counter()
-    for _ in range(3):
-        scaled_dot_product_attention(qt, kt, vt)
-    elapsed = (time.perf_counter() - start) / 3
+    elapsed = median_seconds(scaled_dot_product_attention, qt, kt, vt)
     ratio = "" if previous is None else f"  ({elapsed / previous:.1f}x the previous)"
     mebibytes = 4 * length * length * 4 / 2**20  # float32 weights [4, T, T]
     print(f"T={length:>5}: {elapsed * 1e3:7.1f} ms, weights take {mebibytes:5.1f} MiB{ratio}")

@@ -15,12 +15,10 @@
 # this lesson you build the three masks a Transformer needs, look at them, and find out
 # what their shapes, their fill value and their corner cases do.
 #
-# **You will write:** `causal_mask(size)`, `padding_mask(tokens, pad_id)` and
+# **You will write:** `causal_mask(size, device=None)`, `padding_mask(tokens, pad_id)` and
 # `decoder_mask(tokens, pad_id)`.
 
 # %%
-import time
-
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.colors import ListedColormap
@@ -28,6 +26,7 @@ from matplotlib.patches import Patch
 
 from autograder.checks import masking as checks
 from autograder.checks.device import DEVICE
+from autograder.timing import median_seconds
 from solutions.attention import scaled_dot_product_attention
 
 torch.manual_seed(0)
@@ -397,7 +396,8 @@ for name, attend in (("naive", naive_attention), ("lesson 03", lesson_03_attenti
 # each layer. That saves the work and the memory of five copies, and guarantees that
 # every layer sees the same rule. (A causal mask can even be built once for the
 # longest sequence and sliced, `big[:T, :T]`.) The measurement builds the decoder mask
-# of a batch of 32 sentences of length 256, once and then once per layer.
+# of a batch of 32 sentences of length 256, once and then once per layer, each timed as
+# the median of many calls after a warm-up: expect close to 6x.
 
 # %%
 n_layers, batch, length = 6, 32, 256
@@ -405,27 +405,13 @@ big = torch.randint(2, len(vocab), (batch, length))
 big[torch.arange(length) >= torch.randint(length // 2, length + 1, (batch, 1))] = PAD
 
 
-def timed(fn, repeats=20):
-    """The fastest of several runs on one thread: the least disturbed by whatever else runs."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    fn()  # a first run to warm up
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    torch.set_num_threads(threads)
-    return best
-
-
 def build_per_layer():
     for _ in range(n_layers):
         decoder_mask(big, PAD)
 
 
-once = timed(lambda: decoder_mask(big, PAD))
-per_layer = timed(build_per_layer)
+once = median_seconds(decoder_mask, big, PAD)
+per_layer = median_seconds(build_per_layer)
 print(f"built once:      {once * 1e3:.2f} ms")
 print(f"built per layer: {per_layer * 1e3:.2f} ms  ({per_layer / once:.1f}x the previous)")
 cached = causal_mask(1024)  # built once, for the longest sequence
@@ -444,15 +430,17 @@ print("cached causal mask sliced to T:", torch.equal(cached[:length, :length], c
 # Thanks to the singleton head axis a mask is $4h$ times smaller than the scores it
 # masks, and the padding mask is only linear in $T$: broadcasting never materialises
 # its repeats. Like the scores, the decoder mask grows like $T^2$: doubling $T$
-# quadruples it. The sizes below are computed; the times are measured (they vary from
-# machine to machine, the ratio is what to look at).
+# quadruples it. The sizes below are computed; the times are measured, each the median
+# of many calls after a warm-up. The milliseconds depend on your machine; the ratio is
+# what to look at, and for masks this small it often stays below 4, because a fixed cost
+# per call weighs as much as the $T^2$ entries.
 
 # %%
 previous = None
 for length in (256, 512, 1024):
     sample = torch.randint(2, len(vocab), (8, length))
     mask = decoder_mask(sample, PAD)
-    elapsed = timed(lambda sample=sample: decoder_mask(sample, PAD))
+    elapsed = median_seconds(decoder_mask, sample, PAD)
     ratio = "" if previous is None else f"  ({elapsed / previous:.1f}x the previous)"
     scores_mib = 8 * 8 * length * length * 4 / 2**20  # float32 scores [B=8, h=8, T, T]
     print(f"T={length:>5}: decoder mask {mask.numel() / 2**20:5.1f} MiB, scores {scores_mib:6.1f} MiB, "

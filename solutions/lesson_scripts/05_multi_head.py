@@ -17,14 +17,13 @@
 # `MultiHeadAttention(d_model, n_heads, dropout=0.0)`.
 
 # %%
-import time
-
 import matplotlib.pyplot as plt
 import torch
 from torch import nn
 
 from autograder.checks import multi_head as checks
 from autograder.checks.device import DEVICE
+from autograder.timing import median_seconds
 from solutions.attention import scaled_dot_product_attention
 
 torch.manual_seed(0)
@@ -285,27 +284,13 @@ for t, word in enumerate(words):
 #
 # The only extra cost is the $h$ weight maps, $h \cdot T^2$ numbers instead of $T^2$. The
 # experiment builds the module for several $h$ at the same $D$: the parameter count does
-# not move, and the time stays in the same range (small heads use the hardware a little
-# less well, and timings on a busy machine are noisy: each is the best of several runs).
+# not move, and the time stays in the same range (each time is the median of many calls
+# after a warm-up, on one CPU thread). Small heads use the hardware a little less well:
+# $h$ small matrix products cost somewhat more than one large one, so the time creeps up
+# with $h$ while the arithmetic stays the same.
 
 
 # %%
-def best_time(fn, *args, repeats=20):
-    """The fastest of a few runs of fn(*args), in seconds, on one CPU thread: the least
-    disturbed by other programs on the machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    times = []
-    try:
-        for _ in range(repeats):
-            start = time.perf_counter()
-            fn(*args)
-            times.append(time.perf_counter() - start)
-    finally:
-        torch.set_num_threads(threads)
-    return min(times)
-
-
 D_cost, T_cost = 128, 128
 x_cost = torch.randn(4, T_cost, D_cost)
 print(f"{'h':>3} {'d_k':>4} {'parameters':>11} {'score mult-adds':>16} {'time':>9}")
@@ -314,7 +299,7 @@ for h_cost in (1, 2, 4, 8):
     params = sum(p.numel() for p in module.parameters())
     flops = h_cost * T_cost * T_cost * (D_cost // h_cost)
     with torch.no_grad():
-        elapsed = best_time(module, x_cost, x_cost, x_cost)
+        elapsed = median_seconds(module, x_cost, x_cost, x_cost)
     print(f"{h_cost:>3} {D_cost // h_cost:>4} {params:>11,} {flops:>16,} {elapsed * 1e3:.2f} ms")
 
 # %% [markdown]
@@ -354,8 +339,9 @@ for name, parameter in ours.named_parameters():
 #
 # For short sequences the projections dominate ($T < D$); for long ones the $T^2$ terms
 # do, and the weights `[B, h, T, T]` become the biggest tensor in the layer. The
-# measurement doubles $T$ at $D = 64$, $h = 4$ (timings vary from machine to machine;
-# look at the ratio and at the memory column).
+# measurement doubles $T$ at $D = 64$, $h = 4$, each time the median of many calls after
+# a warm-up (the milliseconds depend on your machine; look at the ratio and at the memory
+# column).
 
 # %%
 module = MultiHeadAttention(64, 4).eval()
@@ -363,7 +349,7 @@ previous = None
 for length in (64, 128, 256, 512):
     x_time = torch.randn(2, length, 64)
     with torch.no_grad():
-        elapsed = best_time(module, x_time, x_time, x_time, repeats=5)
+        elapsed = median_seconds(module, x_time, x_time, x_time)
     kib = module.attn.numel() * module.attn.element_size() / 2**10
     ratio = "" if previous is None else f"  ({elapsed / previous:.1f}x the previous)"
     shape = list(module.attn.shape)

@@ -20,10 +20,10 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils.benchmark import Timer
 
 from autograder.checks import layer_norm as checks
 from autograder.checks.device import DEVICE
+from autograder.timing import median_seconds
 
 torch.manual_seed(0)
 print("device:", DEVICE.type)
@@ -334,7 +334,11 @@ for centre in (0.0, 100.0, 1000.0, 10000.0):
 # Everything is linear in the number of values: doubling $T$ doubles the work. LayerNorm
 # has no matrix products, so it is cheap next to attention and the feed-forward layer, but
 # it reads and writes every activation several times. That is why PyTorch's `F.layer_norm`
-# fuses it into one pass, which the measurement shows beside your module.
+# fuses it into one pass, which the measurement shows beside your module. Each time is the
+# median of many calls after a warm-up. Expect the fused function to be several times
+# faster, and your module's time to grow by 2x per doubling or more: once the activations
+# (8 MiB at $T = 1024$) outgrow the processor's caches, each of its passes over them costs
+# more.
 
 # %%
 norm = LayerNorm(256)
@@ -342,11 +346,10 @@ previous = None
 with torch.no_grad():
     for length in (256, 512, 1024):
         x = torch.randn(8, length, 256)
-        timings = []
-        for stmt in ("norm(x)", "F.layer_norm(x, (256,), norm.gamma, norm.beta)"):
-            # torch's Timer repeats the statement until the timing is stable (one thread)
-            timer = Timer(stmt, globals={"norm": norm, "x": x, "F": F})
-            timings.append(timer.blocked_autorange(min_run_time=0.1).median)
+        timings = [
+            median_seconds(norm, x),
+            median_seconds(F.layer_norm, x, (256,), norm.gamma, norm.beta),
+        ]
         ratio = "" if previous is None else f"  ({timings[0] / previous:.1f}x the previous)"
         yours, fused = timings[0] * 1e3, timings[1] * 1e3
         print(f"T={length:>4}: yours {yours:6.2f} ms, F.layer_norm {fused:6.2f} ms{ratio}")

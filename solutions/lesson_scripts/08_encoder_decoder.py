@@ -18,8 +18,6 @@
 # **You will write:** `EncoderLayer`, `DecoderLayer`, `Encoder` and `Decoder`.
 
 # %%
-import time
-
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.patches import FancyBboxPatch
@@ -27,6 +25,7 @@ from torch import nn
 
 from autograder.checks import encoder_decoder as checks
 from autograder.checks.device import DEVICE
+from autograder.timing import median_seconds
 from solutions.feed_forward import PositionwiseFeedForward
 from solutions.layer_norm import LayerNorm
 from solutions.masking import causal_mask, decoder_mask, padding_mask
@@ -583,24 +582,6 @@ for row in decoder_mask(decoder_input, pad_id=0)[1, 0]:
 # once on the full sequence, then once per prefix, keeping the last position of each call.
 
 # %%
-def best_ms(run, repeats=3):
-    """The fastest of a few runs, in ms, on one thread: for tensors this small, extra threads
-    mostly add waiting, and the fastest run is the one least disturbed by other programs."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with torch.no_grad():
-            run()  # warm-up
-            times = []
-            for _ in range(repeats):
-                start = time.perf_counter()
-                run()
-                times.append(time.perf_counter() - start)
-    finally:
-        torch.set_num_threads(threads)
-    return min(times) * 1e3
-
-
 torch.manual_seed(0)
 encoder = Encoder(32, 4, 64, n_layers=2).double().eval()
 decoder = Decoder(32, 4, 64, n_layers=2).double().eval()
@@ -621,7 +602,7 @@ with torch.no_grad():
     memory = encoder(src)  # once, for the whole generation
     parallel, serial = one_pass(), step_by_step()
     unmasked = decoder(tgt_in, memory)  # the same single pass without the causal mask
-parallel_ms, serial_ms = best_ms(one_pass), best_ms(step_by_step)
+    parallel_ms, serial_ms = median_seconds(one_pass) * 1e3, median_seconds(step_by_step) * 1e3
 print("one pass equals 16 step-by-step passes:", torch.allclose(parallel, serial))
 print("without the causal mask it does not:   ", torch.allclose(unmasked, serial))
 print(f"one pass: {parallel_ms:.1f} ms, step by step: {serial_ms:.1f} ms")
@@ -671,7 +652,8 @@ layer = EncoderLayer(64, 4, 256).eval()
 previous = None
 for length in (128, 256, 512):
     x = torch.randn(2, length, 64)
-    elapsed = best_ms(lambda x=x: layer(x))
+    with torch.no_grad():
+        elapsed = median_seconds(layer, x) * 1e3
     ratio = "" if previous is None else f"  ({elapsed / previous:.1f}x the previous)"
     mebibytes = layer.self_attn.attn.numel() * 4 / 2**20
     print(f"T={length:>4}: {elapsed:6.1f} ms, attention weights {mebibytes:4.1f} MiB{ratio}")
@@ -681,8 +663,9 @@ for length in (128, 256, 512):
 # The attention weights grow exactly 4x each time $T$ doubles ($B\,h\,T^2$ floats). The time
 # grows roughly 2x per doubling where the projections and the feed-forward network (linear
 # in $T$) dominate, and 4x where the $T^2$ scores do; with $D = 64$ the scores take over
-# quickly. Single timings are noisy, from machine to machine and run to run: the memory is
-# the exact measurement here.
+# quickly. Each time is the median of many calls after a warm-up, yet the milliseconds
+# still depend on the machine and on what else it runs: the memory is the exact
+# measurement here, the time ratio the approximate one.
 #
 # ## Summary
 #

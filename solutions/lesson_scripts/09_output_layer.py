@@ -31,6 +31,7 @@ from torch import nn
 
 from autograder.checks import output_layer as checks
 from autograder.checks.device import DEVICE
+from autograder.timing import median_seconds
 from solutions.embedding import Embedding
 from solutions.encoder_decoder import Decoder, Encoder
 from solutions.masking import causal_mask, padding_mask
@@ -478,14 +479,10 @@ timing_model = Transformer(10, 10, d_model=32, n_heads=2, d_ff=64, n_layers=2, d
 source = torch.randint(3, 10, (8, 10))  # [B, T_src]
 previous = None
 for length in (8, 16, 32, 64):
-    begin = time.perf_counter()
-    greedy_decode(timing_model, source, None, max_len=length, start_symbol=START)
-    serial = time.perf_counter() - begin
+    serial = median_seconds(greedy_decode, timing_model, source, None, length, START)
     target = torch.randint(3, 10, (8, length))
-    begin = time.perf_counter()
     with torch.no_grad():
-        timing_model(source, target, None, causal_mask(length))
-    parallel = time.perf_counter() - begin
+        parallel = median_seconds(timing_model, source, target, None, causal_mask(length))
     ratio = "" if previous is None else f"  ({serial / previous:.1f}x the previous)"
     print(
         f"L={length:3d}: greedy {serial * 1e3:7.1f} ms ({length - 1} decoder passes), "
