@@ -264,7 +264,8 @@ class Pipeline:
             )
         widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
         lines = [
-            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in rows
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+            for row in rows
         ]
         legend = "lessons: " + ", ".join(names)
         return "\n".join([*lines, legend])
