@@ -29,7 +29,7 @@ lint: setup
 # files come first, so that no worker is left with one of them at the end.
 SLOWEST := tests/test_pipeline.py tests/test_notebooks_portable.py tests/test_collect.py
 test: setup lint
-	$(PY) -m pytest -n auto --dist loadfile --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
+	$(PY) -m pytest -n auto --dist loadfile --durations=8 --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		$(SLOWEST) tests solutions/lessons
 
 demo: setup
