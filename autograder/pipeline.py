@@ -26,6 +26,8 @@ from nbgrader.apps import NbGraderAPI
 
 from autograder import lessons
 from autograder.nbgrader_config import CELL_TIMEOUT_S, course_config
+from autograder.sandbox import Limits
+from autograder.sandbox import problem as sandbox_problem
 
 # How an LMS download names each file, tried in order: Blackboard's
 # <assignment>_<student>_attempt_<timestamp>_<notebook>.ipynb (the example in nbgrader's
@@ -68,16 +70,39 @@ def _failure_reason(result: dict) -> str:
     return (errors or lines or ["nbgrader gave no reason"])[-1][:240]
 
 
+class SandboxUnavailable(RuntimeError):
+    """Grading was asked for with the sandbox on, and it cannot run here."""
+
+
 class Pipeline:
+    """One grading workspace and the steps that fill it.
+
+    ``sandbox`` holds the limits of the sandbox every grading kernel runs in
+    (autograder/sandbox.py); None grades without it, with the instructor's own permissions.
+    """
+
     def __init__(
-        self, workspace: Path, release: Path = lessons.COURSE, log=print, cell_timeout_s: int = CELL_TIMEOUT_S
+        self,
+        workspace: Path,
+        release: Path = lessons.COURSE,
+        log=print,
+        cell_timeout_s: int = CELL_TIMEOUT_S,
+        sandbox: Limits | None = Limits(),  # noqa: B008 (frozen: one shared default is safe)
     ):
+        if sandbox is not None and (reason := sandbox_problem()) is not None:
+            raise SandboxUnavailable(
+                f"cannot grade in the sandbox: {reason}. Submissions run code with your permissions; "
+                "to grade without the sandbox anyway, pass --unsafe."
+            )
         self.workspace = workspace.resolve()
         self.workspace.mkdir(parents=True, exist_ok=True)
         self.release_dir = release
         self.cell_timeout_s = cell_timeout_s
+        self.sandbox = sandbox
         self.api = NbGraderAPI(
-            config=course_config(self.workspace, release=release, cell_timeout_s=cell_timeout_s)
+            config=course_config(
+                self.workspace, release=release, cell_timeout_s=cell_timeout_s, sandbox=sandbox
+            )
         )
         self.api.log.setLevel(logging.CRITICAL)  # failures get one line each, their full logs a file
         self.problems: list[Problem] = []

@@ -1,0 +1,128 @@
+"""The sandbox a grading kernel runs in: what a submission's code can see and use.
+
+Autograding runs strangers' code with the instructor's permissions. Each grading kernel
+therefore starts inside bubblewrap (`bwrap`, Debian's package `bubblewrap`):
+
+- the whole file system is read-only: the repository (the checks, the reference), the
+  Python environment, the system;
+- the grading workspace is hidden behind an empty folder: no gradebook, no other
+  student's submission or feedback; only the submission's own folder is there, writable;
+- `/tmp` is a private, empty scratch folder;
+- no network (a network namespace of its own, with nothing in it);
+- its own process namespace: when the kernel ends, every process it started ends too;
+- limits on memory (private writable memory, RLIMIT_DATA, per process), CPU time
+  (RLIMIT_CPU) and open files, set by the instructor (`Limits`).
+
+The kernel talks to the grader over ipc sockets in a private folder of its own, which is
+all it shares with the outside. Where bubblewrap cannot run, `problem()` says why.
+"""
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from jupyter_client.manager import AsyncKernelManager
+from jupyter_core.paths import jupyter_runtime_dir
+from nbgrader.preprocessors import Execute
+from traitlets import Float, Integer, List, Unicode
+
+INSTALL_HINT = "install it (Debian and Ubuntu: `apt-get install bubblewrap`)"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one grading kernel may use. The defaults fit the lessons with room to spare:
+    a lesson's kernel peaks near 0.5 GiB and uses well under a minute of CPU."""
+
+    memory_gib: float = 4.0  # private writable memory of each process (RLIMIT_DATA)
+    cpu_s: int = 600  # CPU seconds of each process (RLIMIT_CPU), all cells together
+    open_files: int = 1024  # RLIMIT_NOFILE
+
+
+def problem() -> str | None:
+    """None when bubblewrap can sandbox a process here; otherwise why it cannot."""
+    if shutil.which("bwrap") is None:
+        return f"bubblewrap (`bwrap`) is not installed: {INSTALL_HINT}"
+    try:
+        probe = subprocess.run(
+            ["bwrap", "--ro-bind", "/", "/", "--unshare-net", "--unshare-pid", "--", "true"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"bubblewrap could not start: {error}"
+    if probe.returncode != 0:
+        reason = probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else f"exit {probe.returncode}"
+        return f"bubblewrap cannot create namespaces on this machine ({reason})"
+    return None
+
+
+def wrap(command: list[str], *, writable: list[Path], hidden: list[Path], limits: Limits) -> list[str]:
+    """``command`` run inside the sandbox: hidden folders emptied, ``writable`` ones bound back."""
+    sandbox = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for folder in hidden:
+        sandbox += ["--tmpfs", str(folder)]
+    for folder in writable:
+        sandbox += ["--bind", str(folder), str(folder)]
+    sandbox += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent"]
+    # In its own process namespace the kernel's parent is pid 1, which ipykernel knows never to
+    # watch (the grader's pid means nothing in there). IPython and matplotlib keep their
+    # settings and caches in the home folder, read-only here: they get the private /tmp.
+    sandbox += ["--setenv", "JPY_PARENT_PID", "1"]
+    sandbox += ["--setenv", "IPYTHONDIR", "/tmp/ipython", "--setenv", "MPLCONFIGDIR", "/tmp/matplotlib"]
+    caps = [
+        "prlimit",
+        f"--data={int(limits.memory_gib * 2**30)}",
+        f"--cpu={limits.cpu_s}",
+        f"--nofile={limits.open_files}",
+        "--",
+    ]
+    return [*sandbox, "--", *caps, *command]
+
+
+class SandboxedKernelManager(AsyncKernelManager):
+    """A kernel manager whose kernels run inside ``wrap``'s sandbox.
+
+    The kernel's working folder (the submission's folder, as nbgrader starts it) is its
+    one writable folder besides a private folder for its connection file and sockets.
+    """
+
+    hidden = List(Unicode(), help="folders the kernel must not see (the grading workspace)").tag(config=True)
+    memory_gib = Float(Limits.memory_gib, help="private writable memory per process, GiB").tag(config=True)
+    cpu_s = Integer(Limits.cpu_s, help="CPU seconds per process").tag(config=True)
+
+    async def _async_pre_start_kernel(self, **kw):
+        runtime = Path(jupyter_runtime_dir())
+        runtime.mkdir(parents=True, exist_ok=True)
+        self._private = Path(tempfile.mkdtemp(prefix="sandboxed-kernel-", dir=runtime))
+        self.transport = "ipc"
+        self.ip = str(self._private / "ipc")
+        self.connection_file = str(self._private / "kernel.json")
+        self._workdir = Path(kw.get("cwd") or os.getcwd()).resolve()
+        # A signal to the process group would reach bubblewrap first, and end the sandbox with
+        # the kernel in it; an interrupt request on the control channel reaches the kernel alone.
+        self.kernel_spec.interrupt_mode = "message"
+        return await super()._async_pre_start_kernel(**kw)
+
+    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
+        command = super().format_kernel_cmd(extra_arguments)
+        limits = Limits(memory_gib=self.memory_gib, cpu_s=self.cpu_s)
+        hidden = [Path(folder).resolve() for folder in self.hidden]
+        return wrap(command, writable=[self._workdir, self._private], hidden=hidden, limits=limits)
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if not restart:
+            shutil.rmtree(self._private, ignore_errors=True)
+
+
+class SandboxedExecute(Execute):
+    """nbgrader's Execute step, with every kernel started by ``SandboxedKernelManager``."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
+        super().__init__(*args, **kwargs)
