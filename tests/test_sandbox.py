@@ -1,0 +1,40 @@
+"""Without bubblewrap the pipeline refuses to grade, says why, and how to grade anyway."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder.pipeline import Pipeline, SandboxUnavailable
+from autograder.sandbox import Limits, wrap
+
+NO_BWRAP = str(Path(sys.executable).parent)  # a PATH with this environment's tools and no bwrap
+
+
+def test_the_pipeline_refuses_to_grade_without_a_sandbox(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", NO_BWRAP)
+    with pytest.raises(SandboxUnavailable, match=r"apt-get install bubblewrap.*pass --unsafe"):
+        Pipeline(tmp_path / "workspace", release=tmp_path / "release")
+    Pipeline(tmp_path / "workspace", release=tmp_path / "release", sandbox=None)  # --unsafe: allowed
+
+
+def test_the_command_line_says_why_and_exits_2(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "autograder", "--workspace", str(tmp_path), "autograde"],
+        env={**os.environ, "PATH": NO_BWRAP},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "bubblewrap (`bwrap`) is not installed" in result.stderr and "--unsafe" in result.stderr
+
+
+def test_the_sandbox_hides_the_workspace_and_binds_back_only_the_writable_folders():
+    command = wrap(["python"], writable=[Path("/w/a/x")], hidden=[Path("/w")], limits=Limits(cpu_s=7))
+    assert command.index("--tmpfs") < command.index("/w") < command.index("--bind")
+    assert command[command.index("--bind") : command.index("--bind") + 3] == ["--bind", "/w/a/x", "/w/a/x"]
+    assert "--unshare-net" in command and "--unshare-pid" in command and "--die-with-parent" in command
+    assert "--cpu=7" in command and command[-1] == "python"
