@@ -15,7 +15,7 @@ from nbgrader.preprocessors import Execute
 from traitlets.config import Config
 
 from autograder.lessons import COURSE, SOURCE
-from autograder.sandbox import Limits, SandboxedExecute
+from autograder.sandbox import CourseExecute, Limits, SandboxedExecute
 
 # nbgrader runs the `alembic` command when it creates a gradebook, and jupyter_client starts
 # kernels with `python` from PATH: both must come from this environment, also when an
@@ -48,12 +48,18 @@ def local_sockets() -> Config:
     return c
 
 
+def executed_by(execute: type[Execute]) -> Config:
+    """Autograding with ``execute`` in place of nbgrader's own Execute step."""
+    c = Config()
+    steps = Autograde.class_traits()["autograde_preprocessors"].default()
+    c.Autograde.autograde_preprocessors = [execute if step is Execute else step for step in steps]
+    return c
+
+
 def sandboxed(workspace: Path, limits: Limits) -> Config:
     """Autograding with every kernel in the sandbox (autograder/sandbox.py): the workspace hidden
     but for the submission's own folder, no network, ``limits`` on memory and CPU time."""
-    c = Config()
-    steps = Autograde.class_traits()["autograde_preprocessors"].default()
-    c.Autograde.autograde_preprocessors = [SandboxedExecute if step is Execute else step for step in steps]
+    c = executed_by(SandboxedExecute)
     c.SandboxedKernelManager.hidden = [str(workspace.resolve())]
     c.SandboxedKernelManager.memory_gib = limits.memory_gib
     c.SandboxedKernelManager.cpu_s = limits.cpu_s
@@ -83,8 +89,7 @@ def course_config(
     c.Execute.timeout = cell_timeout_s
     c.Execute.kernel_name = "python3"
     c.merge(local_sockets())
-    if sandbox is not None:
-        c.merge(sandboxed(workspace, sandbox))
+    c.merge(executed_by(CourseExecute) if sandbox is None else sandboxed(workspace, sandbox))
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     c.ClearOutput.remove_metadata_fields = ["collapsed", "scrolled", "execution"]
     # A deleted or edited test cell comes back from the source before grading.

@@ -25,6 +25,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.apps import NbGraderAPI
 
 from autograder import lessons
+from autograder.flags import Flag, flags
 from autograder.nbgrader_config import CELL_TIMEOUT_S, course_config
 from autograder.sandbox import Limits
 from autograder.sandbox import problem as sandbox_problem
@@ -62,11 +63,17 @@ def _readable(path: Path) -> str | None:
     return None
 
 
+GENERIC = "see the the above traceback"  # nbgrader's closing line of every failure, which names none
+
+
 def _failure_reason(result: dict) -> str:
     """The last error line of nbgrader's log: why it could not grade a submission."""
     text = f"{result.get('log') or ''}\n{result.get('error') or ''}"
     lines = [line.strip() for line in text.splitlines() if line.strip() and "Traceback" not in line]
-    errors = [line for line in lines if "Error" in line or "error" in line]
+    died = [line.split("DeadKernelError: ", 1)[1] for line in lines if "DeadKernelError: " in line]
+    if died:  # the kernel ended (os._exit, a crash): CourseExecute says in which cell
+        return died[-1][:240]
+    errors = [line for line in lines if ("Error" in line or "error" in line) and GENERIC not in line]
     return (errors or lines or ["nbgrader gave no reason"])[-1][:240]
 
 
@@ -104,7 +111,11 @@ class Pipeline:
                 self.workspace, release=release, cell_timeout_s=cell_timeout_s, sandbox=sandbox
             )
         )
-        self.api.log.setLevel(logging.CRITICAL)  # failures get one line each, their full logs a file
+        # nbgrader logs to the shared "traitlets" logger: nothing of it reaches the terminal (each
+        # failure gets one line in the problems), but its errors still reach the captured log
+        # of a failed run, which says why it failed
+        self.api.log.setLevel(logging.ERROR)
+        self.api.log.propagate = False
         self.problems: list[Problem] = []
         self.log = log
 
@@ -192,6 +203,11 @@ class Pipeline:
         }
         return [grade_id for grade_id in wanted if grade_id not in present]
 
+    def _flags(self, lesson: str, student: str) -> list[Flag]:
+        """Shortcuts in the submitted notebooks, read from their code (autograder/flags.py)."""
+        folder = self.submitted / student / lesson
+        return [flag for path in sorted(folder.glob("*.ipynb")) for flag in flags(nbformat.read(path, 4))]
+
     def released(self) -> set[str]:
         """The lessons recorded in this workspace's gradebook by `release`."""
         with Gradebook(self._db_url, course_id=self.api.coursedir.course_id) as gb:
@@ -223,6 +239,8 @@ class Pipeline:
                 self.problems.append(
                     Problem(student, lesson, f"deleted test cells restored and graded: {restored}")
                 )
+            for flag in self._flags(lesson, student):
+                self.problems.append(Problem(student, lesson, f"flagged, cell {flag.cell}: {flag.reason}"))
             result = self.api.autograde(lesson, student, force=True, create=True)
             stopped = self._timed_out_cells(lesson, student) if result["success"] else []
             if stopped:

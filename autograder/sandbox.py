@@ -26,6 +26,8 @@ from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.paths import jupyter_runtime_dir
+from nbclient.exceptions import DeadKernelError
+from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Float, Integer, List, Unicode
 
@@ -120,8 +122,28 @@ class SandboxedKernelManager(AsyncKernelManager):
             shutil.rmtree(self._private, ignore_errors=True)
 
 
-class SandboxedExecute(Execute):
-    """nbgrader's Execute step, with every kernel started by ``SandboxedKernelManager``."""
+def describe(cell: NotebookNode, index: int) -> str:
+    """'the solution cell of Embedding', 'the test cell test_x', 'cell 7 (added by the learner)'."""
+    meta = cell.metadata.get("nbgrader", {})
+    if meta.get("solution"):
+        return f"the solution cell of {meta['grade_id']}"
+    if meta.get("grade"):
+        return f"the test cell {meta['grade_id']}"
+    return f"cell {meta['grade_id']}" if meta else f"cell {index + 1} (added by the learner)"
+
+
+class CourseExecute(Execute):
+    """nbgrader's Execute step; when the kernel dies, the error says in which cell."""
+
+    def preprocess_cell(self, cell, resources, index):
+        try:
+            return super().preprocess_cell(cell, resources, index)
+        except DeadKernelError as error:
+            raise DeadKernelError(f"the kernel exited while running {describe(cell, index)}") from error
+
+
+class SandboxedExecute(CourseExecute):
+    """``CourseExecute`` with every kernel started by ``SandboxedKernelManager``."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)

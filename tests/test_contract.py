@@ -26,6 +26,8 @@ def _tables() -> dict[str, list[list[str]]]:
         if line.startswith("### "):
             lesson = line[4:].split(":")[0]
             tables[lesson] = []
+        elif line.startswith("## "):
+            lesson = None  # a new section: its tables are not the exercises' signatures
         elif lesson and line.startswith("| `"):
             tables[lesson].append([cell.strip() for cell in line.strip("|").split("|")])
     return tables

@@ -58,9 +58,38 @@ subprocess.Popen([sys.executable, "-c", "import time; time.sleep({MARKER})"], st
 import socket
 socket.create_connection(("127.0.0.1", PORT), timeout=2).sendall(b"stolen")
 """,
+    "quitter": """
+import os
+os._exit(3)
+""",
     "tmp_writer": """
 with open("/tmp/course-hostile-tmp-writer", "w") as handle:
     handle.write("left behind")
+""",
+}
+
+
+# Whole solution cells that take a shortcut; the grader flags them (autograder/flags.py).
+SHORTCUTS = {
+    "copier": "from solutions.embedding import Embedding",
+    "forger": """import math
+
+from torch import nn
+
+import autograder.checks.embedding
+import autograder.hidden.embedding
+
+autograder.checks.embedding.check_embedding_values = lambda cls: None
+autograder.hidden.embedding.hidden_embedding = lambda cls: None
+
+
+class Embedding(nn.Module):
+    def __init__(self, vocab_size, d_model):
+        super().__init__()
+        self.lut = nn.Embedding(vocab_size, d_model)
+
+    def forward(self, tokens):
+        return self.lut(tokens)  # no sqrt(d_model): a wrong answer
 """,
 }
 
@@ -69,11 +98,11 @@ def _digest(paths) -> dict[str, str]:
     return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(paths) if p.is_file()}
 
 
-def _attacker(attack: str) -> nbformat.NotebookNode:
+def _attacker(attack: str, replace: bool = False) -> nbformat.NotebookNode:
     nb = filled(LESSON)
     for cell in nb.cells:
         if cell.metadata.get("nbgrader", {}).get("solution"):
-            cell.source = attack.strip() + "\n\n\n" + cell.source
+            cell.source = attack.strip() if replace else attack.strip() + "\n\n\n" + cell.source
     return nb
 
 
@@ -106,6 +135,7 @@ def graded(tmp_path_factory):
     inbox = tmp / "inbox"
     notebooks = {student: filled(LESSON) for student in HONEST}
     notebooks |= {name: _attacker(code.replace("PORT", str(port))) for name, code in ATTACKS.items()}
+    notebooks |= {name: _attacker(code, replace=True) for name, code in SHORTCUTS.items()}
     for student, nb in notebooks.items():
         path = inbox / student / LESSON / lessons.notebook_name(LESSON)
         path.parent.mkdir(parents=True)
@@ -147,7 +177,7 @@ def test_the_submissions_and_the_repository_are_unchanged(graded):
     assert _digest(pipeline.submitted.rglob("*")) == graded["submitted"]
     assert _digest(lessons.ROOT.glob("autograder/**/*.py")) == graded["repository"]
     graded_folders = {p.name for p in (pipeline.workspace / "autograded").iterdir()}
-    assert graded_folders == set(HONEST) | set(ATTACKS)
+    assert graded_folders == set(HONEST) | set(ATTACKS) | set(SHORTCUTS)
 
 
 # An attack that raised in its solution cell left the class undefined, so its tests fail: it
@@ -162,6 +192,7 @@ EARNED = {
     "lingerer": 3.0,
     "caller": 0.0,
     "tmp_writer": 3.0,
+    "quitter": 0.0,
 }
 
 
@@ -193,3 +224,21 @@ def test_no_process_outlives_its_notebook(graded):
 def test_tmp_is_private(graded):
     assert not Path("/tmp/course-hostile-tmp-writer").exists()
     assert "Read-only file system" in _outputs(graded["pipeline"], "patcher")
+
+
+def test_shortcuts_are_flagged_to_the_instructor_by_cell_and_reason(graded):
+    flagged = {(p.student, p.what) for p in graded["pipeline"].problems if p.what.startswith("flagged")}
+    copier = "flagged, cell Embedding: imports solutions.embedding (the course's reference or grading code)"
+    assert ("copier", copier) in flagged
+    forger = {what for student, what in flagged if student == "forger"}
+    assert (
+        "flagged, cell Embedding: changes autograder.checks.embedding.check_embedding_values, "
+        "an attribute of an imported module"
+    ) in forger
+    # the patcher named the checks' file; nobody else is flagged (no false alarm)
+    assert {student for student, _ in flagged} == {"copier", "forger", "patcher"}
+
+
+def test_a_kernel_that_exits_is_reported_with_its_cell(graded):
+    problems = [p.what for p in graded["pipeline"].problems if p.student == "quitter"]
+    assert problems == ["autograding failed: the kernel exited while running the solution cell of Embedding"]

@@ -1,0 +1,130 @@
+"""Shortcuts in a submission, found by reading its code (never by running it).
+
+A learner's cells are read as Python syntax trees and flagged to the instructor for:
+reaching the reference package or the grading code (`solutions`, `autograder`), calling
+the PyTorch building block that the exercise rebuilds (`OFF_LIMITS`, the contract's list),
+and touching the kernel's machinery (`sys.modules`, IPython's hooks, `builtins`, or
+assigning to an attribute of an imported module, as in `torch.allclose = ...`). A flag
+costs no points by itself; the instructor reads it beside the grades.
+"""
+
+import ast
+from dataclasses import dataclass
+
+import nbformat
+
+# exercise -> names of PyTorch's own versions of it (as attributes: `F.layer_norm`, `nn.LayerNorm`)
+OFF_LIMITS: dict[str, tuple[str, ...]] = {
+    "Embedding": (),
+    "sinusoidal_encoding": (),
+    "PositionalEncoding": (),
+    "scaled_dot_product_attention": (
+        "scaled_dot_product_attention",
+        "MultiheadAttention",
+        "multi_head_attention_forward",
+    ),
+    "causal_mask": ("generate_square_subsequent_mask",),
+    "padding_mask": (),
+    "decoder_mask": ("generate_square_subsequent_mask",),
+    "split_heads": (),
+    "merge_heads": (),
+    "MultiHeadAttention": ("MultiheadAttention", "multi_head_attention_forward"),
+    "LayerNorm": ("LayerNorm", "layer_norm"),
+    "PositionwiseFeedForward": (),
+    "EncoderLayer": ("TransformerEncoderLayer", "MultiheadAttention"),
+    "DecoderLayer": ("TransformerDecoderLayer", "MultiheadAttention"),
+    "Encoder": ("TransformerEncoder", "TransformerEncoderLayer"),
+    "Decoder": ("TransformerDecoder", "TransformerDecoderLayer"),
+    "Generator": (),
+    "Transformer": ("Transformer", "TransformerEncoder", "TransformerDecoder"),
+    "greedy_decode": (),
+}
+
+COURSE_PACKAGES = ("solutions", "autograder")
+MACHINERY_NAMES = {"get_ipython", "__builtins__", "__import__", "setattr", "delattr", "globals"}
+MACHINERY_MODULES = {"builtins", "importlib", "IPython", "gc", "ctypes", "inspect"}
+
+
+@dataclass(frozen=True)
+class Flag:
+    cell: str  # the cell's grade_id, or "cell <n>" for a cell the learner added
+    reason: str
+
+
+def _module_names(tree: ast.AST) -> set[str]:
+    """Names that modules are bound to in this code (`import torch.nn.functional as F` -> F)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.asname or alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            names |= {alias.asname or alias.name for alias in node.names}
+    return names
+
+
+def _imported(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and node.module:
+        return [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+    return []
+
+
+def shortcuts_in(source: str, off_limits: tuple[str, ...], modules: set[str]) -> list[str]:
+    """The reasons to flag one cell's code (empty when there are none)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []  # the cell does not run at all; the grades say so
+    reasons: list[str] = []
+    for node in ast.walk(tree):
+        for module in _imported(node):
+            top = module.split(".")[0]
+            if top in COURSE_PACKAGES:
+                reasons.append(f"imports {module} (the course's reference or grading code)")
+            elif top in MACHINERY_MODULES:
+                reasons.append(f"imports {module} (the kernel's machinery)")
+            elif module.split(".")[-1] in off_limits:
+                reasons.append(f"imports {module}, which this exercise rebuilds")
+        if isinstance(node, ast.Attribute) and node.attr in off_limits:
+            reasons.append(f"uses .{node.attr}, which this exercise rebuilds")
+        if isinstance(node, ast.Attribute) and node.attr == "modules":
+            if isinstance(node.value, ast.Name) and node.value.id == "sys":
+                reasons.append("uses sys.modules (the kernel's machinery)")
+        if isinstance(node, ast.Name) and node.id in MACHINERY_NAMES:
+            reasons.append(f"uses {node.id} (the kernel's machinery)")
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if any(f"{package}/" in node.value or f"{package}." in node.value for package in COURSE_PACKAGES):
+                reasons.append(f"names the course's code in a string ({node.value[:60]!r})")
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AugAssign | ast.AnnAssign | ast.Delete):
+            targets = node.targets if isinstance(node, ast.Delete) else [node.target]
+        for target in targets:
+            base = target
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(target, ast.Attribute) and isinstance(base, ast.Name) and base.id in modules:
+                reasons.append(f"changes {ast.unparse(target)}, an attribute of an imported module")
+    return list(dict.fromkeys(reasons))  # each reason once, in order
+
+
+def flags(nb: nbformat.NotebookNode) -> list[Flag]:
+    """Flags for a learner's notebook: its solution cells and the cells the learner added."""
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    modules = set().union(*(_module_names(_parse(cell.source)) for cell in code)) | {"torch", "F", "nn"}
+    found = []
+    for index, cell in enumerate(nb.cells):
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or (meta and not meta.get("solution")):
+            continue  # the instructor's locked cells import what the lesson needs
+        name = meta.get("grade_id") or f"cell {index + 1} (added by the learner)"
+        for reason in shortcuts_in(cell.source, OFF_LIMITS.get(meta.get("grade_id", ""), ()), modules):
+            found.append(Flag(name, reason))
+    return found
+
+
+def _parse(source: str) -> ast.AST:
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        return ast.Module(body=[], type_ignores=[])

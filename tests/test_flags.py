@@ -1,0 +1,89 @@
+"""Shortcuts are flagged by name; the reference and the alternative correct answers are not."""
+
+import inspect
+import re
+
+import pytest
+
+from autograder.flags import OFF_LIMITS, shortcuts_in
+from autograder.lessons import EXERCISES, ROOT
+from autograder.make_samples import learner_code
+from tests.alternatives import ALTERNATIVES
+
+MODULES = {"torch", "F", "nn", "checks", "math"}
+
+# (exercise, what the learner wrote, a piece of the reason it must be flagged for)
+SHORTCUTS = [
+    (
+        "scaled_dot_product_attention",
+        "from solutions.attention import scaled_dot_product_attention",
+        "imports solutions.attention (the course's reference",
+    ),
+    (
+        "scaled_dot_product_attention",
+        "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+        "    import solutions\n    return solutions.scaled_dot_product_attention(q, k, v, mask)",
+        "imports solutions (the course's reference",
+    ),
+    (
+        "scaled_dot_product_attention",
+        "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+        "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), None",
+        "uses .scaled_dot_product_attention, which this exercise rebuilds",
+    ),
+    (
+        "scaled_dot_product_attention",
+        "from torch.nn.functional import scaled_dot_product_attention as fast",
+        "imports torch.nn.functional.scaled_dot_product_attention, which this exercise rebuilds",
+    ),
+    ("LayerNorm", "class LayerNorm(nn.LayerNorm):\n    pass", "uses .LayerNorm, which this exercise"),
+    (
+        "LayerNorm",
+        "def forward(self, x):\n    return F.layer_norm(x, x.shape[-1:], self.gamma, self.beta)",
+        "uses .layer_norm",
+    ),
+    ("MultiHeadAttention", "self.inner = nn.MultiheadAttention(8, 2)", "uses .MultiheadAttention"),
+    ("EncoderLayer", "layer = nn.TransformerEncoderLayer(8, 2)", "uses .TransformerEncoderLayer"),
+    ("causal_mask", "m = nn.Transformer.generate_square_subsequent_mask(4)", ".generate_square_subsequent"),
+    (
+        "Embedding",
+        "checks.check_embedding_values = lambda cls: None",
+        "changes checks.check_embedding_values, an attribute of an imported module",
+    ),
+    ("Embedding", "torch.allclose = lambda *args, **kwargs: True", "changes torch.allclose"),
+    ("Embedding", "import sys\nsys.modules['x'] = None", "uses sys.modules"),
+    ("Embedding", "get_ipython().set_custom_exc((Exception,), None)", "uses get_ipython"),
+    ("Embedding", "import builtins", "imports builtins (the kernel's machinery)"),
+    ("Embedding", "m = __import__('solut' + 'ions')", "uses __import__"),
+    ("Embedding", "code = open('../../solutions/embedding.py').read()", "names the course's code"),
+    ("Embedding", "from autograder.hidden.embedding import hidden_embedding", "imports autograder.hidden"),
+]
+
+
+@pytest.mark.parametrize(("exercise", "code", "reason"), SHORTCUTS, ids=[s[2][:40] for s in SHORTCUTS])
+def test_a_shortcut_is_flagged_by_name(exercise, code, reason):
+    found = shortcuts_in(code, OFF_LIMITS[exercise], MODULES)
+    assert any(reason in flag for flag in found), found
+
+
+# Alternatives that compute the right numbers through the off-limits function: the checks accept
+# them (the values are right), and the flag tells the instructor how they were computed.
+FLAGGED_ALTERNATIVES = {"LayerNormFunctional"}
+
+
+@pytest.mark.parametrize("exercise", [e for lesson in EXERCISES.values() for e in lesson])
+def test_the_reference_and_the_alternatives_are_not_flagged(exercise):
+    assert shortcuts_in(learner_code(exercise), OFF_LIMITS[exercise], MODULES) == []
+    for alternative in ALTERNATIVES.get(exercise, []):
+        found = shortcuts_in(inspect.getsource(alternative), OFF_LIMITS[exercise], MODULES)
+        assert bool(found) == (alternative.__name__ in FLAGGED_ALTERNATIVES), (alternative.__name__, found)
+
+
+def test_every_exercise_has_its_off_limits_in_the_contract():
+    contract = (ROOT / "docs" / "contract.md").read_text()
+    assert set(OFF_LIMITS) == {e for lesson in EXERCISES.values() for e in lesson}
+    for exercise, names in OFF_LIMITS.items():
+        line = re.search(rf"^\| `{exercise}` \| (.*) \|$", contract, re.M)
+        assert line, f"docs/contract.md has no off-limits row for {exercise}"
+        listed = re.findall(r"`([\w.]+)`", line[1])
+        assert sorted(name.split(".")[-1] for name in listed) == sorted(names), (exercise, listed)
