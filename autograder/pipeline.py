@@ -39,6 +39,11 @@ LMS_NAMES = [
 ]
 
 
+# A student id becomes a folder name: a plain name, never "..", never a path.
+STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]*")
+# A lesson's notebook with its outputs is about 1 MiB; far larger is an upload gone wrong.
+MAX_NOTEBOOK_BYTES = 50 * 2**20
+
 # nbgrader's gradebook and older notebooks warn about things that do not affect the grades.
 warnings.filterwarnings("ignore", category=sqlalchemy.exc.SAWarning)
 warnings.filterwarnings("ignore", category=MissingIDFieldWarning)
@@ -147,21 +152,45 @@ class Pipeline:
 
     def collect_zip(self, archive: Path, lesson: str) -> None:
         """Take in an LMS download for one lesson (file names as in LMS_NAMES)."""
+        taken: dict[tuple[str, str], str] = {}
         with zipfile.ZipFile(archive) as bundle:
-            for member in bundle.namelist():
-                match = next(filter(None, (name.match(Path(member).name) for name in LMS_NAMES)), None)
+            for member in bundle.infolist():
+                name = member.filename
+                match = next(filter(None, (pattern.match(Path(name).name) for pattern in LMS_NAMES)), None)
                 if match is None:
-                    if member.endswith(".ipynb"):
-                        self.problems.append(Problem("?", lesson, f"{member}: no student id in the name"))
+                    if name.endswith(".ipynb"):
+                        self.problems.append(Problem("?", lesson, f"{name}: no student id in the name"))
                     continue
-                target = self.workspace / "unzipped" / match["student"] / lesson / match["notebook"]
+                student, notebook = match["student"], match["notebook"]
+                if not self._acceptable(student, lesson, name, member.file_size):
+                    continue
+                if (student, notebook) in taken:
+                    what = f"{notebook} handed in twice ({taken[student, notebook]}, {name}): kept the last"
+                    self.problems.append(Problem(student, lesson, what))
+                taken[student, notebook] = name
+                target = self.workspace / "unzipped" / student / lesson / notebook
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(bundle.read(member))
-                self._take(match["student"], lesson, target)
+                self._take(student, lesson, target)
+
+    def _acceptable(self, student: str, lesson: str, name: str, size: int) -> bool:
+        """A student id that is a plain name, and a notebook of a sane size; else a problem."""
+        if not STUDENT_ID.fullmatch(student):
+            what = f"{name}: {student!r} is not a student id (letters, digits, '.', '_', '-'); not graded"
+            self.problems.append(Problem("?", lesson, what))
+            return False
+        if size > MAX_NOTEBOOK_BYTES:
+            limit = MAX_NOTEBOOK_BYTES // 2**20
+            what = f"{name} is {size / 2**20:.0f} MiB, over the {limit} MiB limit; not graded"
+            self.problems.append(Problem(student, lesson, what))
+            return False
+        return True
 
     def _take(self, student: str, lesson: str, notebook: Path) -> None:
         if lesson not in lessons.LESSON_NAMES:
             self.problems.append(Problem(student, lesson, f"{notebook.name}: unknown lesson {lesson!r}"))
+            return
+        if not self._acceptable(student, lesson, notebook.name, notebook.stat().st_size):
             return
         reason = _readable(notebook)
         if reason is not None:
