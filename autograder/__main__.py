@@ -76,6 +76,12 @@ def main(argv: list[str] | None = None) -> int:
         "--cpu-s", type=int, default=Limits.cpu_s, help="CPU seconds per kernel (default: %(default)s)"
     )
     limits.add_argument(
+        "--tasks",
+        type=int,
+        default=Limits.tasks,
+        help="processes and threads per kernel, where cgroups can be made (default: %(default)s)",
+    )
+    limits.add_argument(
         "--unsafe",
         action="store_true",
         help="grade without the sandbox, with your own permissions (only for code you trust)",
@@ -98,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     demo_parser.add_argument("--into", type=Path, default=Path("workspace/demo"), help="scratch workspace")
     args = parser.parse_args(argv)
 
-    sandbox = None if args.unsafe else Limits(memory_gib=args.memory_gib, cpu_s=args.cpu_s)
+    sandbox = None if args.unsafe else Limits(args.memory_gib, args.cpu_s, tasks=args.tasks)
     try:
         if args.step == "demo":
             return demo(args.into, sandbox)

@@ -63,6 +63,7 @@ def sandboxed(workspace: Path, limits: Limits) -> Config:
     c.SandboxedKernelManager.hidden = [str(workspace.resolve())]
     c.SandboxedKernelManager.memory_gib = limits.memory_gib
     c.SandboxedKernelManager.cpu_s = limits.cpu_s
+    c.SandboxedKernelManager.tasks = limits.tasks
     return c
 
 

@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +43,45 @@ class Limits:
     memory_gib: float = 4.0  # private writable memory of each process (RLIMIT_DATA)
     cpu_s: int = 600  # CPU seconds of each process (RLIMIT_CPU), all cells together
     open_files: int = 1024  # RLIMIT_NOFILE
+    # processes and threads of the whole kernel (a cgroup's pids.max, where one can be made):
+    # a kernel runs about 10 threads of its own plus one per core for PyTorch
+    tasks: int = 512
+
+
+def pids_cgroups() -> Path | None:
+    """A cgroup folder in which this process can make groups that cap their number of tasks
+    (cgroup v1's pids controller, or v2 with pids enabled); None where there is none."""
+    for root in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
+        probe = root / f"course-probe-{os.getpid()}"
+        try:
+            probe.mkdir()
+        except OSError:
+            continue
+        usable = (probe / "pids.max").exists() and (probe / "cgroup.procs").exists()
+        probe.rmdir()
+        if usable:
+            return root
+    return None
+
+
+def task_group(limit: int) -> Path | None:
+    """A new cgroup of at most ``limit`` tasks, or None where cgroups cannot be made."""
+    root = pids_cgroups()
+    if root is None:
+        return None
+    group = Path(tempfile.mkdtemp(prefix="course-kernel-", dir=root))
+    (group / "pids.max").write_text(str(limit))
+    return group
+
+
+def remove_group(group: Path) -> None:
+    """Remove a task group once its processes are gone (they are, after the sandbox ends)."""
+    for _ in range(50):
+        try:
+            group.rmdir()
+            return
+        except OSError:
+            time.sleep(0.1)
 
 
 def problem() -> str | None:
@@ -96,11 +136,15 @@ class SandboxedKernelManager(AsyncKernelManager):
     hidden = List(Unicode(), help="folders the kernel must not see (the grading workspace)").tag(config=True)
     memory_gib = Float(Limits.memory_gib, help="private writable memory per process, GiB").tag(config=True)
     cpu_s = Integer(Limits.cpu_s, help="CPU seconds per process").tag(config=True)
+    tasks = Integer(Limits.tasks, help="processes and threads of the kernel, where cgroups allow").tag(
+        config=True
+    )
 
     async def _async_pre_start_kernel(self, **kw):
         runtime = Path(jupyter_runtime_dir())
         runtime.mkdir(parents=True, exist_ok=True)
         self._private = Path(tempfile.mkdtemp(prefix="sandboxed-kernel-", dir=runtime))
+        self._group: Path | None = None
         self.transport = "ipc"
         self.ip = str(self._private / "ipc")
         self.connection_file = str(self._private / "kernel.json")
@@ -112,14 +156,25 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         command = super().format_kernel_cmd(extra_arguments)
-        limits = Limits(memory_gib=self.memory_gib, cpu_s=self.cpu_s)
+        limits = Limits(memory_gib=self.memory_gib, cpu_s=self.cpu_s, tasks=self.tasks)
         hidden = [Path(folder).resolve() for folder in self.hidden]
-        return wrap(command, writable=[self._workdir, self._private], hidden=hidden, limits=limits)
+        sandboxed = wrap(command, writable=[self._workdir, self._private], hidden=hidden, limits=limits)
+        self._group = task_group(limits.tasks)
+        if self._group is None:
+            return sandboxed
+        # join the group first, so that every process of the sandbox is counted from its start
+        join = 'echo $$ > "$0" && exec "$@"'
+        return ["sh", "-c", join, str(self._group / "cgroup.procs"), *sandboxed]
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
         if not restart:
             shutil.rmtree(self._private, ignore_errors=True)
+            if self._group is not None:
+                remove_group(self._group)
+
+    # nbclient calls the public name after a kernel died; the base class bound it to its own method
+    cleanup_resources = _async_cleanup_resources
 
 
 def describe(cell: NotebookNode, index: int) -> str:

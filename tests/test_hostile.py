@@ -8,6 +8,7 @@ could see of the workspace is only its own folder.
 """
 
 import hashlib
+import re
 import socket
 import subprocess
 import threading
@@ -19,6 +20,7 @@ import pytest
 from autograder import lessons
 from autograder.make_samples import filled
 from autograder.pipeline import Pipeline
+from autograder.sandbox import Limits, pids_cgroups
 
 LESSON = "01_embedding"
 HONEST = ("abe", "zoe")  # graded first and last
@@ -57,6 +59,19 @@ subprocess.Popen([sys.executable, "-c", "import time; time.sleep({MARKER})"], st
     "caller": """
 import socket
 socket.create_connection(("127.0.0.1", PORT), timeout=2).sendall(b"stolen")
+""",
+    "forker": """
+import subprocess
+sleepers = []
+try:
+    while len(sleepers) < 1000:
+        sleepers.append(subprocess.Popen(["sleep", "4242.4242"]))
+except OSError as error:
+    print("refused after", len(sleepers), type(error).__name__)
+print("started", len(sleepers))
+for sleeper in sleepers:
+    sleeper.kill()
+    sleeper.wait()
 """,
     "quitter": """
 import os
@@ -193,6 +208,7 @@ EARNED = {
     "caller": 0.0,
     "tmp_writer": 3.0,
     "quitter": 0.0,
+    "forker": 3.0,
 }
 
 
@@ -242,3 +258,12 @@ def test_shortcuts_are_flagged_to_the_instructor_by_cell_and_reason(graded):
 def test_a_kernel_that_exits_is_reported_with_its_cell(graded):
     problems = [p.what for p in graded["pipeline"].problems if p.student == "quitter"]
     assert problems == ["autograding failed: the kernel exited while running the solution cell of Embedding"]
+
+
+def test_processes_are_capped_where_cgroups_can_be_made(graded):
+    printed = _outputs(graded["pipeline"], "forker")
+    if pids_cgroups() is None:  # no cgroup to make here: the sandbox cannot cap, and says so in the README
+        assert "started 1000" in printed
+        return
+    refused = re.search(r"refused after (\d+) BlockingIOError", printed)
+    assert refused and int(refused[1]) < Limits.tasks, printed[:2000]
