@@ -68,7 +68,8 @@ def _readable(path: Path) -> str | None:
     return None
 
 
-GENERIC = "see the the above traceback"  # nbgrader's closing line of every failure, which names none
+# nbgrader's own lines around every failure, which name no reason
+GENERIC = ("see the the above traceback", "There was an error processing assignment")
 
 
 def _failure_reason(result: dict) -> str:
@@ -78,7 +79,7 @@ def _failure_reason(result: dict) -> str:
     died = [line.split("DeadKernelError: ", 1)[1] for line in lines if "DeadKernelError: " in line]
     if died:  # the kernel ended (os._exit, a crash): CourseExecute says in which cell
         return died[-1][:240]
-    errors = [line for line in lines if ("Error" in line or "error" in line) and GENERIC not in line]
+    errors = [line for line in lines if "rror" in line and not any(text in line for text in GENERIC)]
     return (errors or lines or ["nbgrader gave no reason"])[-1][:240]
 
 

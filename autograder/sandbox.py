@@ -20,6 +20,7 @@ all it shares with the outside. Where bubblewrap cannot run, `problem()` says wh
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ from nbclient.exceptions import DeadKernelError
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Float, Integer, List, Unicode
+
+from autograder.lessons import ROOT
 
 INSTALL_HINT = "install it (Debian and Ubuntu: `apt-get install bubblewrap`)"
 
@@ -103,9 +106,23 @@ def problem() -> str | None:
     return None
 
 
-def wrap(command: list[str], *, writable: list[Path], hidden: list[Path], limits: Limits) -> list[str]:
-    """``command`` run inside the sandbox: hidden folders emptied, ``writable`` ones bound back."""
+def needed() -> list[Path]:
+    """What the kernel must read even where it lies under /tmp: the repository, the Python
+    environment and the interpreter's own installation."""
+    folders = [ROOT, Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent.parent]
+    return list(dict.fromkeys(folder.resolve() for folder in folders))
+
+
+def wrap(
+    command: list[str], *, writable: list[Path], hidden: list[Path], limits: Limits, readable: list[Path] = ()
+) -> list[str]:
+    """``command`` run inside the sandbox: a private /tmp (``readable`` folders bound back, read-only),
+    ``hidden`` folders emptied, then the ``writable`` ones bound back. The order matters: a
+    readable folder may hold a hidden one (the repository holds ./workspace), never the reverse."""
     sandbox = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for folder in readable:
+        if folder.is_relative_to("/tmp"):
+            sandbox += ["--ro-bind", str(folder), str(folder)]
     for folder in hidden:
         sandbox += ["--tmpfs", str(folder)]
     for folder in writable:
@@ -158,7 +175,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         command = super().format_kernel_cmd(extra_arguments)
         limits = Limits(memory_gib=self.memory_gib, cpu_s=self.cpu_s, tasks=self.tasks)
         hidden = [Path(folder).resolve() for folder in self.hidden]
-        sandboxed = wrap(command, writable=[self._workdir, self._private], hidden=hidden, limits=limits)
+        writable = [self._workdir, self._private]
+        sandboxed = wrap(command, writable=writable, hidden=hidden, limits=limits, readable=needed())
         self._group = task_group(limits.tasks)
         if self._group is None:
             return sandboxed
