@@ -38,3 +38,17 @@ def test_the_sandbox_hides_the_workspace_and_binds_back_only_the_writable_folder
     assert command[command.index("--bind") : command.index("--bind") + 3] == ["--bind", "/w/a/x", "/w/a/x"]
     assert "--unshare-net" in command and "--unshare-pid" in command and "--die-with-parent" in command
     assert "--cpu=7" in command and command[-1] == "python"
+
+
+def test_what_the_kernel_needs_stays_readable_under_a_private_tmp():
+    command = wrap(
+        ["python"],
+        writable=[Path("/tmp/repo/workspace/autograded/ada/01")],
+        hidden=[Path("/tmp/repo/workspace")],
+        limits=Limits(),
+        readable=[Path("/tmp/repo"), Path("/opt/python")],
+    )
+    mounts = " ".join(command[: command.index("--unshare-net")])
+    assert mounts.index("--tmpfs /tmp ") < mounts.index("--ro-bind /tmp/repo /tmp/repo")
+    assert mounts.index("--ro-bind /tmp/repo /tmp/repo") < mounts.index("--tmpfs /tmp/repo/workspace")
+    assert "/opt/python" not in mounts  # outside /tmp: already readable through the read-only root
