@@ -48,7 +48,10 @@ RUNAWAY_LIMIT_S = 20
 # it first runs away, and the cells after it show that grading went on past it.
 RUNAWAY = """super().__init__()
         global _built
-        _built = globals().get("_built", 0) + 1
+        try:
+            _built += 1
+        except NameError:
+            _built = 1
         while _built == 1:
             pass"""
 
