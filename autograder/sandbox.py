@@ -83,7 +83,9 @@ def remove_group(group: Path) -> None:
         try:
             group.rmdir()
             return
-        except OSError:
+        except FileNotFoundError:
+            return
+        except OSError:  # busy: its last processes are still being reaped
             time.sleep(0.1)
 
 
@@ -190,6 +192,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             shutil.rmtree(self._private, ignore_errors=True)
             if self._group is not None:
                 remove_group(self._group)
+                self._group = None
 
     # nbclient calls the public name after a kernel died; the base class bound it to its own method
     cleanup_resources = _async_cleanup_resources
