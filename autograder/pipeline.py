@@ -79,7 +79,7 @@ def _failure_reason(result: dict) -> str:
     died = [line.split("DeadKernelError: ", 1)[1] for line in lines if "DeadKernelError: " in line]
     if died:  # the kernel ended (os._exit, a crash): CourseExecute says in which cell
         return died[-1][:240]
-    errors = [line for line in lines if "rror" in line and not any(text in line for text in GENERIC)]
+    errors = [line for line in lines if "rror" in line and not any(g in line for g in GENERIC)]
     return (errors or lines or ["nbgrader gave no reason"])[-1][:240]
 
 
