@@ -26,6 +26,7 @@ from nbgrader.apps import NbGraderAPI
 
 from autograder import lessons
 from autograder.flags import Flag, flags
+from autograder.judge import JUDGE_METADATA
 from autograder.nbgrader_config import CELL_TIMEOUT_S, course_config
 from autograder.sandbox import Limits
 from autograder.sandbox import problem as sandbox_problem
@@ -253,6 +254,15 @@ class Pipeline:
             if any(output.get("ename") == "CellTimeoutError" for output in cell.get("outputs", []))
         ]
 
+    def _overruled_cells(self, lesson: str, student: str) -> dict[str, str]:
+        """Test cells that passed inside the notebook and failed before the independent judge."""
+        folder = self.workspace / "autograded" / student / lesson
+        overruled = {}
+        for path in sorted(folder.glob("*.ipynb")):
+            verdicts = nbformat.read(path, as_version=4).metadata.get(JUDGE_METADATA, {})
+            overruled |= verdicts.get("overruled", {})
+        return overruled
+
     def autograde(self) -> None:
         """Grade every submission taken in; one that fails costs only itself."""
         pairs = self.submissions()
@@ -281,6 +291,12 @@ class Pipeline:
                 self.problems.append(
                     Problem(student, lesson, f"autograding failed: {_failure_reason(result)}")
                 )
+            else:
+                for cell, reason in self._overruled_cells(lesson, student).items():
+                    verdict = f"passed in the notebook, not before the judge: {reason}"
+                    self.problems.append(
+                        Problem(student, lesson, f"tampering suspected, cell {cell}: {verdict}")
+                    )
             self.log(
                 f"[{index}/{len(pairs)}] autograde {lesson} / {student}: {time.perf_counter() - start:.1f} s"
             )

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.paths import jupyter_runtime_dir
+from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
@@ -168,6 +169,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         self.ip = str(self._private / "ipc")
         self.connection_file = str(self._private / "kernel.json")
         self._workdir = Path(kw.get("cwd") or os.getcwd()).resolve()
+        self.judge_folder = self._private  # the judge's socket: the one folder both sides reach
         # A signal to the process group would reach bubblewrap first, and end the sandbox with
         # the kernel in it; an interrupt request on the control channel reaches the kernel alone.
         self.kernel_spec.interrupt_mode = "message"
@@ -209,7 +211,32 @@ def describe(cell: NotebookNode, index: int) -> str:
 
 
 class CourseExecute(Execute):
-    """nbgrader's Execute step; when the kernel dies, the error says in which cell."""
+    """nbgrader's Execute step; when the kernel dies, the error says in which cell; after the
+    last cell, the independent judge (autograder/judge.py) runs the test cells again outside
+    the kernel, and a test cell that passed only inside it is failed with the judge's reason."""
+
+    def preprocess(self, nb, resources=None, km=None):
+        # nbconvert's ExecutePreprocessor.preprocess, with the judge while the kernel is up
+        NotebookClient.__init__(self, nb, km)
+        self.reset_execution_trackers()
+        self._check_assign_resources(resources)
+        with self.setup_kernel():
+            info = self.wait_for_reply(self.kc.kernel_info())
+            self.nb.metadata["language_info"] = info["content"]["language_info"]
+            for index, cell in enumerate(self.nb.cells):
+                self.preprocess_cell(cell, resources, index)
+            self._judge(resources)
+        self.set_widgets_metadata()
+        return self.nb, self.resources
+
+    def _judge(self, resources) -> None:
+        from autograder import judge  # imports torch and the checks: only when grading
+
+        lesson = judge.lesson_of(resources)
+        if lesson is None:
+            return
+        verdicts = judge.judge(self, self.nb, lesson, getattr(self.km, "judge_folder", None))
+        judge.overrule(self.nb, verdicts)
 
     def preprocess_cell(self, cell, resources, index):
         try:

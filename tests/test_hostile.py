@@ -267,3 +267,16 @@ def test_processes_are_capped_where_cgroups_can_be_made(graded):
         return
     refused = re.search(r"refused after (\d+) BlockingIOError", printed)
     assert refused and int(refused[1]) < Limits.tasks, printed[:2000]
+
+
+def test_the_judge_overrules_a_forged_check(graded):
+    """The forger replaced the values checks inside its kernel; the judge, which runs them where
+    the kernel cannot reach, fails its wrong answer: the shapes point only, and a report."""
+    pipeline = graded["pipeline"]
+    assert pipeline.scores()[("forger", LESSON)] == (1.0, 3.0)
+    suspected = [(p.student, p.what) for p in pipeline.problems if p.what.startswith("tampering suspected")]
+    assert [student for student, _ in suspected] == ["forger"]
+    what = suspected[0][1]
+    assert what.startswith("tampering suspected, cell test_Embedding_values: passed in the notebook"), what
+    assert "sqrt(d_model)" in what, what  # the judge's own message names the mistake
+    assert "JudgeFailure" in _outputs(pipeline, "forger")  # and the feedback says why the points went
