@@ -67,14 +67,10 @@ class ChannelClosed(ConnectionError):
     """The other end went away (its process ended, or it closed the connection)."""
 
 
-class Refused(PermissionError):
-    """This end does not let the other end do that with one of its objects."""
-
-
 def _error(kind: str, message: str) -> Exception:
     """The other end's exception as one of ours: a builtin of that name, else RemoteError."""
     cls = getattr(builtins, kind, None)
-    if isinstance(cls, type) and issubclass(cls, Exception) and not issubclass(cls, OSError):
+    if isinstance(cls, type) and issubclass(cls, Exception):
         return cls(message)
     return RemoteError(f"{kind}: {message}")
 
@@ -142,7 +138,7 @@ def _tensor_from(raw: bytes, dtype: torch.dtype, shape: list[int]) -> torch.Tens
     return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
 
 
-Guard = Callable[[str, Any, str | None], None]  # (operation, object, attribute name) -> raise Refused
+Guard = Callable[[str, Any, str | None], None]  # (operation, object, attribute name) -> raise PermissionError
 
 
 def allow_all(operation: str, target: Any, name: str | None) -> None:
@@ -156,16 +152,16 @@ def models_read_only(operation: str, target: Any, name: str | None) -> None:
     """The judge's guard for objects it hands to the learner's code (a model for greedy_decode):
     public attributes may be read; modules may be called, and their forward-like methods, no more."""
     if operation in {"setattr", "get"}:
-        raise Refused(f"the grader's objects cannot be changed here ({operation} {name!r})")
+        raise PermissionError(f"the grader's objects cannot be changed here ({operation} {name!r})")
     if operation == "getattr" and (name is None or name.startswith("_")):
-        raise Refused(f"the grader's objects do not show private attributes ({name!r})")
+        raise PermissionError(f"the grader's objects do not show private attributes ({name!r})")
     if operation == "call":
         method_of = getattr(target, "__self__", None)
         if isinstance(target, nn.Module):
             return
         if isinstance(method_of, nn.Module) and getattr(target, "__name__", None) in READ_ONLY_METHODS:
             return
-        raise Refused(f"the grader's {type(target).__name__} cannot be called here")
+        raise PermissionError(f"the grader's {type(target).__name__} cannot be called here")
 
 
 class Endpoint:
@@ -244,6 +240,8 @@ class Endpoint:
             tensor = _tensor_from(tensors[body], _DTYPES[data["dtype"]], data["shape"])
             if data.get("parameter"):
                 tensor = nn.Parameter(tensor, requires_grad=bool(data.get("requires_grad")))
+            elif data.get("requires_grad") and (tensor.is_floating_point() or tensor.is_complex()):
+                tensor.requires_grad_(True)
             if data.get("device") == "cuda" and torch.cuda.is_available():
                 tensor = tensor.to("cuda")
             # the same tensor over there is the same tensor here, with its latest values
@@ -296,9 +294,12 @@ class Endpoint:
                 return self._decode(message.get("value"), received)
 
     def serve(self) -> None:
-        """Answer requests until the other end says goodbye."""
+        """Answer requests until the other end says goodbye or goes away."""
         while True:
-            message, received = self.channel.receive()
+            try:
+                message, received = self.channel.receive()
+            except ChannelClosed:
+                return
             if message.get("op") == "bye":
                 return
             self._answer(message, received)

@@ -155,6 +155,14 @@ def test_corrupt_notebook_is_reported_and_the_rest_still_graded(demo):
     ] in (problems)
 
 
+def test_the_judge_agrees_with_every_honest_notebook(demo):
+    """The samples' mistakes are honest ones: the independent judge fails exactly the cells the
+    notebook failed (the scores above), so nobody is suspected of tampering."""
+    workspace, _ = demo
+    problems = list(csv.reader((workspace / "problems.csv").open()))
+    assert [row for row in problems if row[2].startswith("tampering suspected")] == []
+
+
 @pytest.mark.parametrize("lesson", SAMPLE_LESSONS)
 def test_feedback_names_each_typical_mistake(demo, lesson):
     workspace, _ = demo

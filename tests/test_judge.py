@@ -1,0 +1,87 @@
+"""The judge reaches the same verdicts as the checks run next to the code (autograder/judge.py).
+
+Every implementation the mutation tests use (the reference, each catalogued mistake, the
+stub, the alternative correct ones) is served by an endpoint in a thread, as the kernel
+serves the learner's names; each visible check and hidden test runs once on the object
+itself and once on the judge's stand-in for it, reached through autograder.remote. The
+verdicts must be the same, with the same message, except where the judge is documented to
+be more lenient (it cannot see an input changed in place): it is never stricter, so an
+honest learner never loses a point to it.
+"""
+
+import socket
+import threading
+
+import pytest
+
+from autograder.checks import CheckFailure
+from autograder.remote import Channel, Endpoint, models_read_only
+from tests.alternatives import ALTERNATIVES
+from tests.test_mutations import CATALOGUE, CHECKS, HIDDEN, _buggy, _stub
+
+
+def _verdict(test, implementation, hidden: bool) -> str | None:
+    try:
+        test(implementation)
+    except CheckFailure as failure:
+        # a hidden test draws new sizes on every run: only whether it failed can be compared
+        return "failed" if hidden else str(failure)
+    return None
+
+
+def _verdicts(exercise: str, implementation) -> list[str | None]:
+    visible = [_verdict(check, implementation, hidden=False) for check in CHECKS[exercise]]
+    return visible + [_verdict(test, implementation, hidden=True) for test in HIDDEN[exercise]]
+
+
+def _judged(exercise: str, implementation) -> list[str | None]:
+    ours, theirs = socket.socketpair()
+    kernel = Endpoint(Channel(theirs), {exercise: implementation})
+    thread = threading.Thread(target=kernel.serve, daemon=True)
+    thread.start()
+    judge = Endpoint(Channel(ours), guard=models_read_only)
+    try:
+        return _verdicts(exercise, judge.request("get", name=exercise))
+    finally:
+        judge.say_goodbye()
+        thread.join(timeout=10)
+
+
+def _same_or_lenient(here: list[str | None], judged: list[str | None], in_place: bool) -> None:
+    """The same verdicts and messages; for code that changes its inputs in place (which the
+    judge's copies hide, and which the checks next to the code see in later checks too), only
+    never stricter."""
+    for near, far in zip(here, judged, strict=True):
+        if near is None:
+            assert far is None, f"the judge failed what passes next to the code: {far}"
+        elif not in_place:
+            assert far == near, (near, far)
+
+
+CASES = [(e, "reference", None) for e in sorted(CHECKS)]
+CASES += [(e, "stub", None) for e in sorted(CHECKS)]
+CASES += [(e, "mistake", m) for e, mistakes in CATALOGUE.items() for m in mistakes]
+CASES += [(e, "alternative", a) for e, alts in ALTERNATIVES.items() for a in alts]
+
+
+def _implementation(exercise: str, kind: str, which):
+    import solutions
+
+    if kind == "reference":
+        return getattr(solutions, exercise)
+    if kind == "stub":
+        return _stub(exercise)
+    if kind == "mistake":
+        return _buggy(exercise, which)
+    return which
+
+
+@pytest.mark.parametrize(
+    ("exercise", "kind", "which"),
+    CASES,
+    ids=[f"{e}-{k}-{getattr(w, 'name', getattr(w, '__name__', ''))}" for e, k, w in CASES],
+)
+def test_the_judge_agrees_with_the_checks(exercise, kind, which):
+    implementation = _implementation(exercise, kind, which)
+    in_place = kind == "mistake" and "in place" in which.name
+    _same_or_lenient(_verdicts(exercise, implementation), _judged(exercise, implementation), in_place)
