@@ -1,18 +1,18 @@
 """The independent judge: every test cell run again where the learner's code cannot reach.
 
 A notebook's test cells run in the grading kernel, next to the learner's code, which can
-replace the checks, ``torch.allclose`` or anything else they use. So after the notebook
-has run, the judge runs each test cell once more in the grader's own process, which never
-executes learner code: the checks and hidden tests are imported here, and the learner's
+replace the checks, ``torch.allclose`` or anything else they use. So the judge runs each
+test cell once more in the grader's own process, which never executes learner code: the checks and hidden tests are imported here, and the learner's
 definitions (``MultiHeadAttention``, ``greedy_decode``, ...) are reached in the kernel
 through ``autograder.remote``, by sending inputs and receiving outputs as data.
 
-The points need both verdicts. A test cell that passed in the notebook and fails here gets
-the judge's failure as an error output (so nbgrader scores it 0 and the feedback says why),
-and the notebook's metadata records it under ``JUDGE_METADATA`` for the instructor's report
-("tampering suspected"). A cell that failed in the notebook stays failed. The judge is
-deliberately no stricter than the notebook: where it cannot see something (an input
-changed in place, two layers sharing one tensor), it lets the notebook's verdict stand.
+The judge runs each test cell right after the notebook ran it, so it sees the learner's
+definitions as that cell saw them. The points need both verdicts: a test cell that passed in
+the notebook and fails here gets the judge's failure as an error output (nbgrader scores it
+0, and the feedback says why), and the notebook's metadata records it under
+``JUDGE_METADATA`` for the instructor's report ("tampering suspected"). A cell that failed
+in the notebook stays failed. The judge is deliberately no stricter than the notebook: where
+it cannot see something (an input changed in place), the notebook's verdict stands.
 """
 
 import ast
@@ -22,7 +22,6 @@ import io
 import socket
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from queue import Empty
 
@@ -36,14 +35,6 @@ from autograder.remote import Channel, Endpoint, models_read_only
 JUDGE_METADATA = "course_judge"
 CONNECT_TIMEOUT_S = 20  # for the kernel to start serving; it is idle, so this is generous
 SERVE = "__import__('autograder.remote', fromlist=['serve']).serve({path!r}, globals())"
-
-
-def test_cells(nb: NotebookNode) -> Iterator[NotebookNode]:
-    """The graded test cells: code cells with points that are not solution cells."""
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
-            yield cell
 
 
 def grading_imports(lesson: str) -> dict:
@@ -96,25 +87,39 @@ def run_test_cell(source: str, grade_id: str, namespace: dict, endpoint: Endpoin
     return None
 
 
-class KernelSession:
-    """The judge's connection to one grading kernel, one test cell at a time.
+def is_test_cell(cell: NotebookNode) -> bool:
+    meta = cell.metadata.get("nbgrader", {})
+    return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
 
-    ``executor`` is nbgrader's Execute step holding the kernel (``km``, ``kc``) after the
-    notebook's cells ran. For each test cell the kernel is asked to serve its names on a
-    Unix socket in ``folder`` (the sandbox's private folder, which the kernel can reach);
-    the judge runs the cell, says goodbye, and waits for the kernel to be idle again.
+
+class Judge:
+    """The judge of one notebook while its kernel runs, one test cell at a time.
+
+    ``executor`` is nbgrader's Execute step holding the kernel (``km``, ``kc``). Right after a
+    test cell ran, the kernel is asked to serve its names on a Unix socket in ``folder`` (the
+    sandbox's private folder, which the kernel can reach); the judge runs the same test cell
+    against them, says goodbye and waits for the kernel to be idle again. So the judge sees
+    the learner's definitions exactly as the test cell saw them, not as later cells left them.
     """
 
-    def __init__(self, executor, folder: Path, timeout_s: float):
-        self.executor, self.timeout_s = executor, timeout_s
-        self.path = str(folder / "judge.sock")
+    def __init__(self, executor, lesson: str, folder: Path | None):
+        self.executor = executor
+        self.timeout_s = executor.timeout or 60
+        self.namespace = grading_imports(lesson)
+        self._scratch = tempfile.TemporaryDirectory(prefix="course-judge-")
+        self.path = str((folder or Path(self._scratch.name)) / "judge.sock")
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(self.path)
         self.listener.listen(1)
+        self.unanswered: str | None = None
+        self.overruled: dict[str, str] = {}
 
-    def close(self) -> None:
+    def close(self, nb: NotebookNode) -> None:
+        """Record the overruled cells in the notebook's metadata; release the socket."""
+        nb.metadata[JUDGE_METADATA] = {"overruled": self.overruled}
         self.listener.close()
         Path(self.path).unlink(missing_ok=True)
+        self._scratch.cleanup()
 
     def _wait_idle(self, msg_id: str, timeout_s: float) -> bool:
         """Wait for the kernel's reply to ``msg_id``; False when none came in time."""
@@ -131,7 +136,10 @@ class KernelSession:
                 return True
         return False
 
-    def judge(self, source: str, grade_id: str, namespace: dict) -> str | None:
+    def verdict(self, source: str, grade_id: str) -> str | None:
+        """None when the test cell passes against the kernel's current names, else why not."""
+        if self.unanswered:  # a kernel that did not answer once is not waited for again
+            return self.unanswered
         msg_id = self.executor.kc.execute(SERVE.format(path=self.path), silent=True, store_history=False)
         self.listener.settimeout(CONNECT_TIMEOUT_S)
         try:
@@ -139,12 +147,13 @@ class KernelSession:
         except TimeoutError:
             connection = None
         if connection is None:
-            verdict = "the kernel did not start answering the judge (its serving code was broken or replaced)"
+            verdict = "the kernel did not answer the judge (it was stuck, or its serving code was broken)"
+            self.unanswered = verdict
         else:
             channel = Channel(connection)
             channel.deadline = time.monotonic() + self.timeout_s
             endpoint = Endpoint(channel, guard=models_read_only)
-            verdict = run_test_cell(source, grade_id, namespace, endpoint)
+            verdict = run_test_cell(source, grade_id, self.namespace, endpoint)
             with contextlib.suppress(OSError):
                 endpoint.say_goodbye()
             connection.close()
@@ -153,37 +162,15 @@ class KernelSession:
             self._wait_idle(msg_id, 10)
         return verdict
 
-
-def judge(executor, nb: NotebookNode, lesson: str, folder: Path | None) -> dict[str, str | None]:
-    """Each test cell's grade_id -> None (passed) or the judge's reason for failing it."""
-    namespace = grading_imports(lesson)
-    with tempfile.TemporaryDirectory(prefix="course-judge-") as scratch:
-        session = KernelSession(executor, folder or Path(scratch), timeout_s=executor.timeout or 60)
-        try:
-            return {
-                cell.metadata.nbgrader["grade_id"]: session.judge(
-                    cell.source, cell.metadata.nbgrader["grade_id"], namespace
-                )
-                for cell in test_cells(nb)
-            }
-        finally:
-            session.close()
-
-
-def _passed_in_notebook(cell: NotebookNode) -> bool:
-    return not any(output.output_type == "error" for output in cell.outputs)
-
-
-def overrule(nb: NotebookNode, verdicts: dict[str, str | None]) -> dict[str, str]:
-    """Fail, with the judge's reason, each test cell that passed in the notebook and not here;
-    record them in the notebook's metadata. Returns grade_id -> reason for those cells."""
-    overruled = {}
-    for cell in test_cells(nb):
+    def cell(self, cell: NotebookNode) -> None:
+        """Judge a test cell that just ran; if it passed there and fails here, fail it."""
+        if any(output.output_type == "error" for output in cell.outputs):
+            return  # failed in the notebook already: the judge cannot make it fail more
         grade_id = cell.metadata.nbgrader["grade_id"]
-        reason = verdicts.get(grade_id)
-        if reason is None or not _passed_in_notebook(cell):
-            continue
-        overruled[grade_id] = reason
+        reason = self.verdict(cell.source, grade_id)
+        if reason is None:
+            return
+        self.overruled[grade_id] = reason
         cell.outputs.append(
             nbformat.v4.new_output(
                 "error",
@@ -195,11 +182,12 @@ def overrule(nb: NotebookNode, verdicts: dict[str, str | None]) -> dict[str, str
                 ],
             )
         )
-    nb.metadata[JUDGE_METADATA] = {"overruled": overruled}
-    return overruled
 
 
-def lesson_of(resources: dict) -> str | None:
-    """The lesson being graded, from nbgrader's resources; None for a notebook of no lesson."""
+def for_notebook(executor, resources: dict) -> Judge | None:
+    """A judge for the lesson being graded (from nbgrader's resources); None for a notebook that
+    is no lesson of the course."""
     lesson = (resources or {}).get("nbgrader", {}).get("assignment")
-    return lesson if lesson in lessons.EXERCISES and lessons.source_path(lesson).exists() else None
+    if lesson not in lessons.EXERCISES or not lessons.source_path(lesson).exists():
+        return None
+    return Judge(executor, lesson, getattr(executor.km, "judge_folder", None))

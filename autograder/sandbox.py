@@ -211,32 +211,31 @@ def describe(cell: NotebookNode, index: int) -> str:
 
 
 class CourseExecute(Execute):
-    """nbgrader's Execute step; when the kernel dies, the error says in which cell; after the
-    last cell, the independent judge (autograder/judge.py) runs the test cells again outside
-    the kernel, and a test cell that passed only inside it is failed with the judge's reason."""
+    """nbgrader's Execute step; when the kernel dies, the error says in which cell; right after
+    each test cell, the independent judge (autograder/judge.py) runs it again outside the
+    kernel, and a test cell that passed only inside it is failed with the judge's reason."""
 
     def preprocess(self, nb, resources=None, km=None):
         # nbconvert's ExecutePreprocessor.preprocess, with the judge while the kernel is up
         NotebookClient.__init__(self, nb, km)
         self.reset_execution_trackers()
         self._check_assign_resources(resources)
+        from autograder import judge  # imports torch and the checks: only when grading
+
         with self.setup_kernel():
             info = self.wait_for_reply(self.kc.kernel_info())
             self.nb.metadata["language_info"] = info["content"]["language_info"]
-            for index, cell in enumerate(self.nb.cells):
-                self.preprocess_cell(cell, resources, index)
-            self._judge(resources)
+            self._judge = judge.for_notebook(self, resources)
+            try:
+                for index, cell in enumerate(self.nb.cells):
+                    self.preprocess_cell(cell, resources, index)
+                    if self._judge is not None and judge.is_test_cell(cell):
+                        self._judge.cell(cell)
+            finally:
+                if self._judge is not None:
+                    self._judge.close(self.nb)
         self.set_widgets_metadata()
         return self.nb, self.resources
-
-    def _judge(self, resources) -> None:
-        from autograder import judge  # imports torch and the checks: only when grading
-
-        lesson = judge.lesson_of(resources)
-        if lesson is None:
-            return
-        verdicts = judge.judge(self, self.nb, lesson, getattr(self.km, "judge_folder", None))
-        judge.overrule(self.nb, verdicts)
 
     def preprocess_cell(self, cell, resources, index):
         try:
