@@ -62,12 +62,13 @@ def _module_names(tree: ast.AST) -> set[str]:
     return names
 
 
-def _imported(node: ast.AST) -> list[str]:
+def _imported(node: ast.AST) -> tuple[list[str], list[str]]:
+    """The modules an import statement reads, and the names it takes from them."""
     if isinstance(node, ast.Import):
-        return [alias.name for alias in node.names]
+        return [alias.name for alias in node.names], []
     if isinstance(node, ast.ImportFrom) and node.module:
-        return [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
-    return []
+        return [node.module], [f"{node.module}.{alias.name}" for alias in node.names]
+    return [], []
 
 
 def shortcuts_in(source: str, off_limits: tuple[str, ...], modules: set[str]) -> list[str]:
@@ -78,14 +79,16 @@ def shortcuts_in(source: str, off_limits: tuple[str, ...], modules: set[str]) ->
         return []  # the cell does not run at all; the grades say so
     reasons: list[str] = []
     for node in ast.walk(tree):
-        for module in _imported(node):
+        read, taken = _imported(node)
+        for module in read:
             top = module.split(".")[0]
             if top in COURSE_PACKAGES:
                 reasons.append(f"imports {module} (the course's reference or grading code)")
             elif top in MACHINERY_MODULES:
                 reasons.append(f"imports {module} (the kernel's machinery)")
-            elif module.split(".")[-1] in off_limits:
-                reasons.append(f"imports {module}, which this exercise rebuilds")
+        for name in read + taken:
+            if name.split(".")[0] not in COURSE_PACKAGES and name.split(".")[-1] in off_limits:
+                reasons.append(f"imports {name}, which this exercise rebuilds")
         if isinstance(node, ast.Attribute) and node.attr in off_limits:
             reasons.append(f"uses .{node.attr}, which this exercise rebuilds")
         if isinstance(node, ast.Attribute) and node.attr == "modules":

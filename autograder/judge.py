@@ -2,9 +2,10 @@
 
 A notebook's test cells run in the grading kernel, next to the learner's code, which can
 replace the checks, ``torch.allclose`` or anything else they use. So the judge runs each
-test cell once more in the grader's own process, which never executes learner code: the checks and hidden tests are imported here, and the learner's
-definitions (``MultiHeadAttention``, ``greedy_decode``, ...) are reached in the kernel
-through ``autograder.remote``, by sending inputs and receiving outputs as data.
+test cell once more in the grader's own process, which never executes learner code: the
+checks and hidden tests are imported here, and the learner's definitions
+(``MultiHeadAttention``, ``greedy_decode``, ...) are reached in the kernel through
+``autograder.remote``, by sending inputs and receiving outputs as data.
 
 The judge runs each test cell right after the notebook ran it, so it sees the learner's
 definitions as that cell saw them. The points need both verdicts: a test cell that passed in

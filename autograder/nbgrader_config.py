@@ -11,10 +11,11 @@ from pathlib import Path
 
 from jupyter_core.paths import jupyter_runtime_dir
 from nbgrader.converters import Autograde
-from nbgrader.preprocessors import Execute
+from nbgrader.preprocessors import Execute, OverwriteCells
 from traitlets.config import Config
 
 from autograder.lessons import COURSE, SOURCE
+from autograder.overwrite import RestoringOverwriteCells
 from autograder.sandbox import CourseExecute, Limits, SandboxedExecute
 
 # nbgrader runs the `alembic` command when it creates a gradebook, and jupyter_client starts
@@ -53,6 +54,16 @@ def executed_by(execute: type[Execute]) -> Config:
     c = Config()
     steps = Autograde.class_traits()["autograde_preprocessors"].default()
     c.Autograde.autograde_preprocessors = [execute if step is Execute else step for step in steps]
+    return c
+
+
+def restoring_deleted_cells() -> Config:
+    """Deleted test cells put back by autograder/overwrite.py, not by nbgrader's own step."""
+    c = Config()
+    steps = Autograde.class_traits()["sanitize_preprocessors"].default()
+    c.Autograde.sanitize_preprocessors = [
+        RestoringOverwriteCells if step is OverwriteCells else step for step in steps
+    ]
     return c
 
 
@@ -95,6 +106,7 @@ def course_config(
     c.ClearOutput.remove_metadata_fields = ["collapsed", "scrolled", "execution"]
     # A deleted or edited test cell comes back from the source before grading.
     c.OverwriteCells.add_missing_cells = True
+    c.merge(restoring_deleted_cells())
     # Warnings printed to stderr by a correct solution must not zero a test cell.
     c.IgnorePattern.enabled = True
     c.IgnorePattern.pattern = r"\w*Warning: "

@@ -77,9 +77,9 @@ def _failure_reason(result: dict) -> str:
     """The last error line of nbgrader's log: why it could not grade a submission."""
     text = f"{result.get('log') or ''}\n{result.get('error') or ''}"
     lines = [line.strip() for line in text.splitlines() if line.strip() and "Traceback" not in line]
-    died = [line.split("DeadKernelError: ", 1)[1] for line in lines if "DeadKernelError: " in line]
-    if died:  # the kernel ended (os._exit, a crash): CourseExecute says in which cell
-        return died[-1][:240]
+    stopped = [line.split("GradingStopped: ", 1)[1] for line in lines if "GradingStopped: " in line]
+    if stopped:  # the kernel ended or would not stop: CourseExecute says in which cell
+        return stopped[-1][:240]
     errors = [line for line in lines if "rror" in line and not any(g in line for g in GENERIC)]
     return (errors or lines or ["nbgrader gave no reason"])[-1][:240]
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.paths import jupyter_runtime_dir
 from nbclient import NotebookClient
-from nbclient.exceptions import DeadKernelError
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Float, Integer, List, Unicode
@@ -200,6 +200,10 @@ class SandboxedKernelManager(AsyncKernelManager):
     cleanup_resources = _async_cleanup_resources
 
 
+class GradingStopped(RuntimeError):
+    """Grading of a notebook stopped at one cell; the message says which, and why, in plain words."""
+
+
 def describe(cell: NotebookNode, index: int) -> str:
     """'the solution cell of Embedding', 'the test cell test_x', 'cell 7 (added by the learner)'."""
     meta = cell.metadata.get("nbgrader", {})
@@ -222,6 +226,7 @@ class CourseExecute(Execute):
         self._check_assign_resources(resources)
         from autograder import judge  # imports torch and the checks: only when grading
 
+        self._exited_in = None
         with self.setup_kernel():
             info = self.wait_for_reply(self.kc.kernel_info())
             self.nb.metadata["language_info"] = info["content"]["language_info"]
@@ -237,11 +242,24 @@ class CourseExecute(Execute):
         self.set_widgets_metadata()
         return self.nb, self.resources
 
+    def on_cell_executed(self, **kwargs):
+        super().on_cell_executed(**kwargs)
+        # exit() in a cell ends the kernel just after that cell: the next cell finds it dead
+        if any(p.get("source") == "ask_exit" for p in kwargs["execute_reply"]["content"].get("payload", [])):
+            self._exited_in = describe(kwargs["cell"], kwargs["cell_index"])
+
     def preprocess_cell(self, cell, resources, index):
         try:
             return super().preprocess_cell(cell, resources, index)
         except DeadKernelError as error:
-            raise DeadKernelError(f"the kernel exited while running {describe(cell, index)}") from error
+            exited_in = getattr(self, "_exited_in", None)
+            where = f"after exit() in {exited_in}" if exited_in else f"while running {describe(cell, index)}"
+            raise GradingStopped(f"the kernel exited {where}") from error
+        except CellTimeoutError as error:  # interrupted at the time limit, and it went on running
+            raise GradingStopped(
+                f"{describe(cell, index)} ran past the {self.timeout} s limit and did not stop when "
+                "interrupted (it ignores interrupts)"
+            ) from error
 
 
 class SandboxedExecute(CourseExecute):

@@ -94,7 +94,7 @@ def test_a_failed_run_is_named_by_the_last_error_line_of_its_log():
     log += "NbGraderException: no gradebook entry\n"
     assert _failure_reason({"log": log, "error": None}) == "NbGraderException: no gradebook entry"
     assert _failure_reason({"log": "", "error": ""}) == "nbgrader gave no reason"
-    log = "[ERROR] DeadKernelError: the kernel exited while running the test cell test_x\n"
+    log = "[ERROR] GradingStopped: the kernel exited while running the test cell test_x\n"
     log += "NbGraderException: Please see the the above traceback for details on the specific errors\n"
     assert _failure_reason({"log": log}) == "the kernel exited while running the test cell test_x"
 

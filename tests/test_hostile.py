@@ -12,6 +12,7 @@ import re
 import socket
 import subprocess
 import threading
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -77,6 +78,18 @@ for sleeper in sleepers:
 import os
 os._exit(3)
 """,
+    "exiter": """
+exit()
+""",
+    "sigint_looper": """
+import signal
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+while True:
+    pass
+""",
+    "shouter": """
+print("x" * 20_000_000)
+""",
     "tmp_writer": """
 with open("/tmp/course-hostile-tmp-writer", "w") as handle:
     handle.write("left behind")
@@ -84,7 +97,23 @@ with open("/tmp/course-hostile-tmp-writer", "w") as handle:
 }
 
 
-# Whole solution cells that take a shortcut; the grader flags them (autograder/flags.py).
+WRONG = """
+import math
+
+from torch import nn
+
+
+class Embedding(nn.Module):
+    def __init__(self, vocab_size, d_model):
+        super().__init__()
+        self.lut = nn.Embedding(vocab_size, d_model)
+
+    def forward(self, tokens):
+        return self.lut(tokens)  # no sqrt(d_model): a wrong answer
+"""
+
+# Whole solution cells that take a shortcut; the grader flags them (autograder/flags.py), and
+# where they fake a check, the judge fails them (autograder/judge.py).
 SHORTCUTS = {
     "copier": "from solutions.embedding import Embedding",
     "forger": """import math
@@ -96,16 +125,74 @@ import autograder.hidden.embedding
 
 autograder.checks.embedding.check_embedding_values = lambda cls: None
 autograder.hidden.embedding.hidden_embedding = lambda cls: None
+"""
+    + WRONG,
+    "lazy_copier": """
+import importlib
 
-
-class Embedding(nn.Module):
-    def __init__(self, vocab_size, d_model):
-        super().__init__()
-        self.lut = nn.Embedding(vocab_size, d_model)
-
-    def forward(self, tokens):
-        return self.lut(tokens)  # no sqrt(d_model): a wrong answer
+Embedding = importlib.import_module("solu" + "tions.embedding").Embedding
 """,
+    "allclose_forger": """
+import torch
+
+torch.allclose = lambda *args, **kwargs: True
+torch.equal = lambda *args, **kwargs: True
+"""
+    + WRONG,
+    "module_swapper": """
+import sys
+import types
+
+fake = types.ModuleType("fake")
+fake.hidden_embedding = lambda cls: None
+sys.modules["autograder.hidden.embedding"] = fake
+checks = types.SimpleNamespace(check_embedding_shapes=print, check_embedding_values=print)
+"""
+    + WRONG,
+    "silencer": """
+get_ipython().showtraceback = lambda *args, **kwargs: None
+"""
+    + WRONG,
+}
+
+
+def _is_test(cell) -> bool:
+    meta = cell.metadata.get("nbgrader", {})
+    return bool(meta.get("grade")) and not meta.get("solution")
+
+
+def _forged_points(nb):
+    """Test cells worth 100 points that test nothing."""
+    for cell in filter(_is_test, nb.cells):
+        cell.metadata.nbgrader["points"] = 100
+        cell.source = "pass"
+    return nb
+
+
+def _forged_outputs(nb):
+    """The untouched stubs, with the outputs of passing checks pasted into the test cells."""
+    for cell in filter(_is_test, nb.cells):
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="✓ Embedding passed\n")]
+        cell.execution_count = 1
+    return nb
+
+
+def _deleted_tests(nb):
+    nb.cells = [cell for cell in nb.cells if not _is_test(cell)]
+    return nb
+
+
+def _renamed_kernel(nb):
+    nb.metadata["kernelspec"] = {"name": "no-such-kernel", "display_name": "Nope", "language": "python"}
+    return nb
+
+
+# Notebooks edited around the cells: metadata, outputs, deleted cells, the kernel's name.
+EDITED = {
+    "metadata_forger": lambda: _forged_points(_attacker(WRONG, replace=True)),
+    "output_forger": lambda: _forged_outputs(nbformat.read(lessons.course_path(LESSON), as_version=4)),
+    "test_deleter": lambda: _deleted_tests(filled(LESSON)),
+    "kernel_renamer": lambda: _renamed_kernel(filled(LESSON)),
 }
 
 
@@ -124,6 +211,18 @@ def _attacker(attack: str, replace: bool = False) -> nbformat.NotebookNode:
 def _leftovers() -> list[str]:
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
     return [line for line in ps.splitlines() if MARKER in line and "ps -eo" not in line]
+
+
+def _intake_zip(folder: Path) -> Path:
+    """An LMS download with a path in a name, a student id '..', a double hand-in and 200 MiB."""
+    notebook = nbformat.writes(filled(LESSON))
+    archive = folder / "download.zip"
+    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
+        bundle.writestr(f"{LESSON}_.._attempt_2026-11-20-10-00-00_embedding.ipynb", notebook)
+        bundle.writestr("../../twin_embedding.ipynb", notebook)  # only the name counts, not the path
+        bundle.writestr("twin_embedding.ipynb", notebook)
+        bundle.writestr("whale_embedding.ipynb", " " * (200 * 2**20))  # stored compressed
+    return archive
 
 
 @pytest.fixture(scope="module")
@@ -151,14 +250,16 @@ def graded(tmp_path_factory):
     notebooks = {student: filled(LESSON) for student in HONEST}
     notebooks |= {name: _attacker(code.replace("PORT", str(port))) for name, code in ATTACKS.items()}
     notebooks |= {name: _attacker(code, replace=True) for name, code in SHORTCUTS.items()}
+    notebooks |= {name: edit() for name, edit in EDITED.items()}
     for student, nb in notebooks.items():
         path = inbox / student / LESSON / lessons.notebook_name(LESSON)
         path.parent.mkdir(parents=True)
         nbformat.write(nb, path)
     repository = _digest(lessons.ROOT.glob("autograder/**/*.py"))
-    pipeline = Pipeline(tmp / "workspace", release=tmp / "release", log=lambda *_: None)
+    pipeline = Pipeline(tmp / "workspace", release=tmp / "release", log=lambda *_: None, cell_timeout_s=15)
     pipeline.release([LESSON])
     pipeline.collect_folder(inbox)
+    pipeline.collect_zip(_intake_zip(tmp), LESSON)
     submitted = _digest(pipeline.submitted.rglob("*"))
     pipeline.autograde()
     stop.set()
@@ -168,6 +269,7 @@ def graded(tmp_path_factory):
         "submitted": submitted,
         "received": received,
         "leftovers": _leftovers(),
+        "tmp": tmp,
     }
 
 
@@ -192,12 +294,20 @@ def test_the_submissions_and_the_repository_are_unchanged(graded):
     assert _digest(pipeline.submitted.rglob("*")) == graded["submitted"]
     assert _digest(lessons.ROOT.glob("autograder/**/*.py")) == graded["repository"]
     graded_folders = {p.name for p in (pipeline.workspace / "autograded").iterdir()}
-    assert graded_folders == set(HONEST) | set(ATTACKS) | set(SHORTCUTS)
+    assert graded_folders == set(HONEST) | set(EARNED)
+    # nothing was written beside the workspace (the zip's ../../ name included)
+    assert sorted(p.name for p in graded["tmp"].iterdir()) == [
+        "download.zip",
+        "inbox",
+        "release",
+        "workspace",
+    ]
 
 
 # An attack that raised in its solution cell left the class undefined, so its tests fail: it
 # scores 0. One that ran without an error (in its own folder, or on nothing it could reach)
-# keeps the points of its correct solution, and no more.
+# keeps the points of its correct solution, and no more. A wrong answer keeps the shapes
+# point (its shapes are right) and no other, however it faked the values check.
 EARNED = {
     "deleter": 3.0,
     "gradebook": 3.0,
@@ -209,12 +319,85 @@ EARNED = {
     "tmp_writer": 3.0,
     "quitter": 0.0,
     "forker": 3.0,
+    "exiter": 0.0,
+    "sigint_looper": 0.0,
+    "shouter": 3.0,
+    "copier": 3.0,  # right, and flagged: the instructor decides
+    "forger": 1.0,
+    "lazy_copier": 3.0,  # right, and flagged
+    "allclose_forger": 1.0,
+    "module_swapper": 1.0,
+    "silencer": 1.0,
+    "metadata_forger": 1.0,
+    "output_forger": 0.0,
+    "test_deleter": 3.0,
+    "kernel_renamer": 3.0,
+    "twin": 3.0,
+}
+
+# What the instructor's report says about each student (every line, in part); nobody else is named.
+TAMPERING = "tampering suspected, cell test_Embedding_values: passed in the notebook, not before the judge"
+REPORTED = {
+    "patcher": ["flagged, cell Embedding: names the course's code in a string"],
+    "quitter": ["autograding failed: the kernel exited while running the solution cell of Embedding"],
+    "exiter": ["autograding failed: the kernel exited after exit() in the solution cell of Embedding"],
+    "sigint_looper": [
+        "autograding failed: the solution cell of Embedding ran past the 15 s limit and did not stop when "
+        "interrupted"
+    ],
+    "copier": [
+        "flagged, cell Embedding: imports solutions.embedding (the course's reference or grading code)"
+    ],
+    "forger": [
+        "flagged, cell Embedding: imports autograder.checks.embedding (the course's reference",
+        "flagged, cell Embedding: imports autograder.hidden.embedding (the course's reference",
+        "flagged, cell Embedding: changes autograder.checks.embedding.check_embedding_values, an attribute",
+        "flagged, cell Embedding: changes autograder.hidden.embedding.hidden_embedding, an attribute",
+        TAMPERING,
+    ],
+    "lazy_copier": ["flagged, cell Embedding: imports importlib (the kernel's machinery)"],
+    "allclose_forger": [
+        "flagged, cell Embedding: changes torch.allclose, an attribute of an imported module",
+        "flagged, cell Embedding: changes torch.equal, an attribute of an imported module",
+        TAMPERING,
+    ],
+    "module_swapper": [
+        "flagged, cell Embedding: imports sys (the kernel's machinery)",
+        "flagged, cell Embedding: uses sys.modules (the kernel's machinery)",
+        "flagged, cell Embedding: names the course's code in a string ('autograder.hidden.embedding')",
+        TAMPERING,
+    ],
+    "silencer": ["flagged, cell Embedding: uses get_ipython (the kernel's machinery)"],
+    "test_deleter": ["deleted test cells restored and graded: test_Embedding_shapes, test_Embedding_values"],
+    "twin": [
+        "embedding.ipynb handed in twice (../../twin_embedding.ipynb, twin_embedding.ipynb): kept the last"
+    ],
+    "?": [f"{LESSON}_.._attempt_2026-11-20-10-00-00_embedding.ipynb: '..' is not a student id"],
+    "whale": ["whale_embedding.ipynb is 200 MiB, over the 50 MiB limit; not graded"],
 }
 
 
-def test_each_attacker_gets_the_points_of_what_ran_and_no_more(graded):
+def test_the_catalogue_has_25_cases_or_more():
+    assert len(ATTACKS) + len(SHORTCUTS) + len(EDITED) + 4 >= 25  # 4: the intake zip's cases
+
+
+def test_each_attacker_gets_the_points_it_earned_and_no_more(graded):
     scores = graded["pipeline"].scores()
-    assert {attack: scores[(attack, LESSON)][0] for attack in ATTACKS} == EARNED
+    assert {student: scores[(student, LESSON)] for student in EARNED} == {
+        student: (points, 3.0) for student, points in EARNED.items()
+    }
+
+
+def test_each_case_is_reported_to_the_instructor_as_expected(graded):
+    reported: dict[str, list[str]] = {}
+    for problem in graded["pipeline"].problems:
+        reported.setdefault(problem.student, []).append(problem.what)
+    assert sorted(reported) == sorted(REPORTED)
+    for student, expected in REPORTED.items():
+        lines = reported[student]
+        assert len(lines) == len(expected), (student, lines)
+        for start, line in zip(expected, lines, strict=True):
+            assert line.startswith(start), (student, line)
 
 
 def test_a_spy_sees_only_its_own_folder(graded):
@@ -242,19 +425,6 @@ def test_tmp_is_private(graded):
     assert "Read-only file system" in _outputs(graded["pipeline"], "patcher")
 
 
-def test_shortcuts_are_flagged_to_the_instructor_by_cell_and_reason(graded):
-    flagged = {(p.student, p.what) for p in graded["pipeline"].problems if p.what.startswith("flagged")}
-    copier = "flagged, cell Embedding: imports solutions.embedding (the course's reference or grading code)"
-    assert ("copier", copier) in flagged
-    forger = {what for student, what in flagged if student == "forger"}
-    assert (
-        "flagged, cell Embedding: changes autograder.checks.embedding.check_embedding_values, "
-        "an attribute of an imported module"
-    ) in forger
-    # the patcher named the checks' file; nobody else is flagged (no false alarm)
-    assert {student for student, _ in flagged} == {"copier", "forger", "patcher"}
-
-
 def test_a_kernel_that_exits_is_reported_with_its_cell(graded):
     problems = [p.what for p in graded["pipeline"].problems if p.student == "quitter"]
     assert problems == ["autograding failed: the kernel exited while running the solution cell of Embedding"]
@@ -274,9 +444,6 @@ def test_the_judge_overrules_a_forged_check(graded):
     the kernel cannot reach, fails its wrong answer: the shapes point only, and a report."""
     pipeline = graded["pipeline"]
     assert pipeline.scores()[("forger", LESSON)] == (1.0, 3.0)
-    suspected = [(p.student, p.what) for p in pipeline.problems if p.what.startswith("tampering suspected")]
-    assert [student for student, _ in suspected] == ["forger"]
-    what = suspected[0][1]
-    assert what.startswith("tampering suspected, cell test_Embedding_values: passed in the notebook"), what
+    what = next(p.what for p in pipeline.problems if p.student == "forger" and p.what.startswith(TAMPERING))
     assert "sqrt(d_model)" in what, what  # the judge's own message names the mistake
     assert "JudgeFailure" in _outputs(pipeline, "forger")  # and the feedback says why the points went
