@@ -4,7 +4,8 @@ Autograding runs strangers' code with the instructor's permissions. Each grading
 therefore starts inside bubblewrap (`bwrap`, Debian's package `bubblewrap`):
 
 - the whole file system is read-only: the repository (the checks, the reference), the
-  Python environment, the system;
+  Python environment, the system; the home folders (/root, /home, $HOME) are empty but
+  for the repository and the Python installation when they lie there;
 - the grading workspace is hidden behind an empty folder: no gradebook, no other
   student's submission or feedback; only the submission's own folder is there, writable;
 - `/tmp` is a private, empty scratch folder;
@@ -116,15 +117,31 @@ def needed() -> list[Path]:
     return list(dict.fromkeys(folder.resolve() for folder in folders))
 
 
+def private_roots() -> list[Path]:
+    """Folders the kernel sees empty: /tmp, and the home folders, where keys, tokens and
+    other courses' files live (the readable folders under them are bound back)."""
+    roots = [Path("/tmp"), Path("/home"), Path("/root"), Path.home()]
+    return list(dict.fromkeys(root.resolve() for root in roots if root.is_dir()))
+
+
 def wrap(
-    command: list[str], *, writable: list[Path], hidden: list[Path], limits: Limits, readable: list[Path] = ()
+    command: list[str],
+    *,
+    writable: list[Path],
+    hidden: list[Path],
+    limits: Limits,
+    readable: list[Path] = (),
+    private: list[Path] = (Path("/tmp"),),
 ) -> list[str]:
-    """``command`` run inside the sandbox: a private /tmp (``readable`` folders bound back, read-only),
-    ``hidden`` folders emptied, then the ``writable`` ones bound back. The order matters: a
-    readable folder may hold a hidden one (the repository holds ./workspace), never the reverse."""
-    sandbox = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    """``command`` run inside the sandbox: the ``private`` folders (private_roots()) empty, the
+    ``readable`` folders under them bound back read-only, ``hidden`` folders emptied, then the
+    ``writable`` ones bound back. The order matters: a readable folder may hold a hidden one
+    (the repository holds ./workspace), never the reverse."""
+    sandbox = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for root in private:
+        sandbox += ["--tmpfs", str(root)]
     for folder in readable:
-        if folder.is_relative_to("/tmp"):
+        if any(folder.is_relative_to(root) for root in private):
             sandbox += ["--ro-bind", str(folder), str(folder)]
     for folder in hidden:
         sandbox += ["--tmpfs", str(folder)]
@@ -133,7 +150,7 @@ def wrap(
     sandbox += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent"]
     # In its own process namespace the kernel's parent is pid 1, which ipykernel knows never to
     # watch (the grader's pid means nothing in there). IPython and matplotlib keep their
-    # settings and caches in the home folder, read-only here: they get the private /tmp.
+    # settings and caches in the home folder, hidden here: they get the private /tmp.
     sandbox += ["--setenv", "JPY_PARENT_PID", "1"]
     sandbox += ["--setenv", "IPYTHONDIR", "/tmp/ipython", "--setenv", "MPLCONFIGDIR", "/tmp/matplotlib"]
     caps = [
@@ -180,7 +197,14 @@ class SandboxedKernelManager(AsyncKernelManager):
         limits = Limits(memory_gib=self.memory_gib, cpu_s=self.cpu_s, tasks=self.tasks)
         hidden = [Path(folder).resolve() for folder in self.hidden]
         writable = [self._workdir, self._private]
-        sandboxed = wrap(command, writable=writable, hidden=hidden, limits=limits, readable=needed())
+        sandboxed = wrap(
+            command,
+            writable=writable,
+            hidden=hidden,
+            limits=limits,
+            readable=needed(),
+            private=private_roots(),
+        )
         self._group = task_group(limits.tasks)
         if self._group is None:
             return sandboxed

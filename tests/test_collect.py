@@ -97,30 +97,3 @@ def test_a_failed_run_is_named_by_the_last_error_line_of_its_log():
     log = "[ERROR] GradingStopped: the kernel exited while running the test cell test_x\n"
     log += "NbGraderException: Please see the the above traceback for details on the specific errors\n"
     assert _failure_reason({"log": log}) == "the kernel exited while running the test cell test_x"
-
-
-def test_a_zip_cannot_write_outside_the_workspace_or_hand_in_twice_unnoticed(tmp_path):
-    notebook = lessons.course_path("03_attention").read_text()
-    archive = tmp_path / "download.zip"
-    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
-        bundle.writestr("03_attention_.._attempt_2026-11-20-10-00-00_attention.ipynb", notebook)
-        bundle.writestr("../../ada_attention.ipynb", notebook)  # a path in the name: only the name counts
-        bundle.writestr("ada_attention.ipynb", notebook)
-        bundle.writestr("big_attention.ipynb", " " * (51 * 2**20))  # 51 MiB, stored compressed
-    pipeline = _pipeline(tmp_path)
-    pipeline.collect_zip(archive, "03_attention")
-    assert pipeline.submissions() == [("03_attention", "ada")]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["download.zip", "workspace"]  # nothing beside it
-    assert sorted(p.name for p in (tmp_path / "workspace").iterdir()) == ["submitted", "unzipped"]
-    assert [(p.student, p.what) for p in pipeline.problems] == [
-        (
-            "?",
-            "03_attention_.._attempt_2026-11-20-10-00-00_attention.ipynb: '..' is not a student id "
-            "(letters, digits, '.', '_', '-'); not graded",
-        ),
-        (
-            "ada",
-            "attention.ipynb handed in twice (../../ada_attention.ipynb, ada_attention.ipynb): kept the last",
-        ),
-        ("big", "big_attention.ipynb is 51 MiB, over the 50 MiB limit; not graded"),
-    ]

@@ -8,6 +8,7 @@ could see of the workspace is only its own folder.
 """
 
 import hashlib
+import os
 import re
 import socket
 import subprocess
@@ -27,6 +28,7 @@ LESSON = "01_embedding"
 HONEST = ("abe", "zoe")  # graded first and last
 MARKER = "4242.4242"  # in the command line of every process an attack leaves behind
 CHECKS_FILE = lessons.ROOT / "autograder" / "checks" / "attention.py"
+SECRET = Path.home() / f".course-hostile-secret-{os.getpid()}"  # a key in the instructor's home
 
 ATTACKS = {
     "deleter": """
@@ -49,6 +51,7 @@ with open({str(CHECKS_FILE)!r}, "a") as handle:
     "spy": """
 import glob, os
 print("found:", sorted(glob.glob("../../*")), sorted(glob.glob("../../../*")))
+print("home:", sorted(os.listdir(os.path.expanduser("~"))))
 """,
     "hog": """
 hoard = bytearray(6 * 2**30)
@@ -226,7 +229,7 @@ def _intake_zip(folder: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(tmp_path_factory, request):
     tmp = tmp_path_factory.mktemp("hostile")
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -256,6 +259,8 @@ def graded(tmp_path_factory):
         path.parent.mkdir(parents=True)
         nbformat.write(nb, path)
     repository = _digest(lessons.ROOT.glob("autograder/**/*.py"))
+    SECRET.write_text("the instructor's token")
+    request.addfinalizer(lambda: SECRET.unlink(missing_ok=True))
     pipeline = Pipeline(tmp / "workspace", release=tmp / "release", log=lambda *_: None, cell_timeout_s=15)
     pipeline.release([LESSON])
     pipeline.collect_folder(inbox)
@@ -362,7 +367,6 @@ REPORTED = {
         TAMPERING,
     ],
     "module_swapper": [
-        "flagged, cell Embedding: imports sys (the kernel's machinery)",
         "flagged, cell Embedding: uses sys.modules (the kernel's machinery)",
         "flagged, cell Embedding: names the course's code in a string ('autograder.hidden.embedding')",
         TAMPERING,
@@ -400,11 +404,12 @@ def test_each_case_is_reported_to_the_instructor_as_expected(graded):
             assert line.startswith(start), (student, line)
 
 
-def test_a_spy_sees_only_its_own_folder(graded):
+def test_a_spy_sees_only_its_own_folder_and_nothing_of_the_home_folder(graded):
     seen = _outputs(graded["pipeline"], "spy")
     assert "found: ['../../spy'] ['../../../autograded']" in seen, seen[:2000]
     for student in (*HONEST, "deleter"):
         assert student not in seen.replace("../../spy", "")
+    assert "home: [" in seen and SECRET.name not in seen, seen[:2000]
 
 
 def test_no_network(graded):

@@ -52,3 +52,20 @@ def test_what_the_kernel_needs_stays_readable_under_a_private_tmp():
     assert mounts.index("--tmpfs /tmp ") < mounts.index("--ro-bind /tmp/repo /tmp/repo")
     assert mounts.index("--ro-bind /tmp/repo /tmp/repo") < mounts.index("--tmpfs /tmp/repo/workspace")
     assert "/opt/python" not in mounts  # outside /tmp: already readable through the read-only root
+
+
+def test_home_folders_are_private_but_for_what_the_kernel_needs():
+    command = wrap(
+        ["python"],
+        writable=[Path("/root/course/workspace/autograded/ada/01")],
+        hidden=[Path("/root/course/workspace")],
+        limits=Limits(),
+        readable=[Path("/root/.pyenv/versions/3.11"), Path("/opt/python")],
+        private=[Path("/tmp"), Path("/root")],
+    )
+    mounts = " ".join(command[: command.index("--unshare-net")])
+    assert mounts.index("--tmpfs /root ") < mounts.index("--ro-bind /root/.pyenv/versions/3.11")
+    assert mounts.index("--tmpfs /root/course/workspace") < mounts.index(
+        "--bind /root/course/workspace/autograded"
+    )
+    assert "/opt/python" not in mounts
