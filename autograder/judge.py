@@ -114,10 +114,11 @@ class Judge:
         self.listener.listen(1)
         self.unanswered: str | None = None
         self.overruled: dict[str, str] = {}
+        self.seconds = 0.0  # spent judging, for the instructor's progress line
 
     def close(self, nb: NotebookNode) -> None:
         """Record the overruled cells in the notebook's metadata; release the socket."""
-        nb.metadata[JUDGE_METADATA] = {"overruled": self.overruled}
+        nb.metadata[JUDGE_METADATA] = {"overruled": self.overruled, "seconds": round(self.seconds, 2)}
         self.listener.close()
         Path(self.path).unlink(missing_ok=True)
         self._scratch.cleanup()
@@ -168,7 +169,9 @@ class Judge:
         if any(output.output_type == "error" for output in cell.outputs):
             return  # failed in the notebook already: the judge cannot make it fail more
         grade_id = cell.metadata.nbgrader["grade_id"]
+        start = time.perf_counter()
         reason = self.verdict(cell.source, grade_id)
+        self.seconds += time.perf_counter() - start
         if reason is None:
             return
         self.overruled[grade_id] = reason

@@ -254,14 +254,16 @@ class Pipeline:
             if any(output.get("ename") == "CellTimeoutError" for output in cell.get("outputs", []))
         ]
 
-    def _overruled_cells(self, lesson: str, student: str) -> dict[str, str]:
-        """Test cells that passed inside the notebook and failed before the independent judge."""
+    def _judged(self, lesson: str, student: str) -> tuple[dict[str, str], float]:
+        """The test cells that passed inside the notebook and failed before the independent
+        judge (grade_id -> the judge's reason), and the seconds the judge took."""
         folder = self.workspace / "autograded" / student / lesson
-        overruled = {}
+        overruled, seconds = {}, 0.0
         for path in sorted(folder.glob("*.ipynb")):
-            verdicts = nbformat.read(path, as_version=4).metadata.get(JUDGE_METADATA, {})
-            overruled |= verdicts.get("overruled", {})
-        return overruled
+            record = nbformat.read(path, as_version=4).metadata.get(JUDGE_METADATA, {})
+            overruled |= record.get("overruled", {})
+            seconds += record.get("seconds", 0.0)
+        return overruled, seconds
 
     def autograde(self) -> None:
         """Grade every submission taken in; one that fails costs only itself."""
@@ -291,15 +293,12 @@ class Pipeline:
                 self.problems.append(
                     Problem(student, lesson, f"autograding failed: {_failure_reason(result)}")
                 )
-            else:
-                for cell, reason in self._overruled_cells(lesson, student).items():
-                    verdict = f"passed in the notebook, not before the judge: {reason}"
-                    self.problems.append(
-                        Problem(student, lesson, f"tampering suspected, cell {cell}: {verdict}")
-                    )
-            self.log(
-                f"[{index}/{len(pairs)}] autograde {lesson} / {student}: {time.perf_counter() - start:.1f} s"
-            )
+            overruled, judged_s = self._judged(lesson, student) if result["success"] else ({}, 0.0)
+            for cell, reason in overruled.items():
+                verdict = f"passed in the notebook, not before the judge: {reason}"
+                self.problems.append(Problem(student, lesson, f"tampering suspected, cell {cell}: {verdict}"))
+            seconds = f"{time.perf_counter() - start:.1f} s (judge {judged_s:.1f} s)"
+            self.log(f"[{index}/{len(pairs)}] autograde {lesson} / {student}: {seconds}")
 
     def feedback(self) -> list[Path]:
         """HTML feedback for every graded submission; returns the files written."""
