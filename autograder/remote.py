@@ -145,12 +145,20 @@ def allow_all(operation: str, target: Any, name: str | None) -> None:
     """The kernel's guard: the judge may do anything with the learner's objects."""
 
 
-READ_ONLY_METHODS = {"forward", "encode", "decode", "parameters", "named_parameters", "buffers", "eval"}
+# what the learner's code may call on a model the judge hands it (greedy_decode's model): its
+# forward passes, the ways to read it, and the mode and device switches an honest decoder uses
+MODEL_METHODS = {
+    "forward", "encode", "decode",
+    "parameters", "named_parameters", "buffers", "named_buffers", "state_dict",
+    "modules", "named_modules", "children", "named_children",
+    "eval", "train", "to",
+}  # fmt: skip
 
 
 def models_read_only(operation: str, target: Any, name: str | None) -> None:
     """The judge's guard for objects it hands to the learner's code (a model for greedy_decode):
-    public attributes may be read; modules may be called, and their forward-like methods, no more."""
+    public attributes may be read; modules may be called, and the ``MODEL_METHODS`` of modules.
+    Nothing can be set, loaded or hooked: the model the judge compares against stays as it was."""
     if operation in {"setattr", "get"}:
         raise PermissionError(f"the grader's objects cannot be changed here ({operation} {name!r})")
     if operation == "getattr" and (name is None or name.startswith("_")):
@@ -159,7 +167,7 @@ def models_read_only(operation: str, target: Any, name: str | None) -> None:
         method_of = getattr(target, "__self__", None)
         if isinstance(target, nn.Module):
             return
-        if isinstance(method_of, nn.Module) and getattr(target, "__name__", None) in READ_ONLY_METHODS:
+        if isinstance(method_of, nn.Module) and getattr(target, "__name__", None) in MODEL_METHODS:
             return
         raise PermissionError(f"the grader's {type(target).__name__} cannot be called here")
 

@@ -159,8 +159,9 @@ def test_the_learners_code_may_only_run_the_judges_models_forward(judge):
     with pytest.raises(PermissionError, match="cannot be called"):
         kernel_view.load_state_dict({})
     with pytest.raises(PermissionError, match="cannot be called"):
-        kernel_view.train()
-    assert not model.proj.weight.isnan().any() and model.training
+        kernel_view.register_forward_hook(print)
+    kernel_view.eval()  # what an honest decoder does first
+    assert not model.training and torch.equal(kernel_view.encode(src), src * 2)
 
 
 def _kernel_view_of(model: nn.Module):
