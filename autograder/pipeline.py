@@ -10,6 +10,7 @@ lessons, a failed grading run is reported with its reason, and progress is print
 
 import csv
 import logging
+import os
 import re
 import shutil
 import time
@@ -108,6 +109,9 @@ class Pipeline:
                 f"cannot grade in the sandbox: {reason}. Submissions run code with your permissions; "
                 "to grade without the sandbox anyway, pass --unsafe."
             )
+        # Grading computes on the CPU, in the kernels and in the judge alike: a sandboxed kernel
+        # sees no GPU, and the judge must hand the learner's code tensors on its device.
+        os.environ.setdefault("COURSE_DEVICE", "cpu")
         self.workspace = workspace.resolve()
         self.workspace.mkdir(parents=True, exist_ok=True)
         self.release_dir = release
