@@ -12,14 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from solutions import MultiHeadAttention, scaled_dot_product_attention
-from tests.torch_oracles import (
-    copy_mha,
-    randomize_parameters_,
-    to_torch_attn_mask,
-    to_torch_key_padding_mask,
-    torch_fastpath_disabled,
+from autograder.checks.oracles import (
+    fastpath_disabled,
+    load,
+    mha_state,
+    randomize_,
+    torch_attn_mask,
+    torch_key_padding_mask,
 )
+from solutions import MultiHeadAttention, scaled_dot_product_attention
 
 F64 = torch.float64
 TIGHT = {"rtol": 1e-10, "atol": 1e-12}
@@ -27,7 +28,7 @@ TIGHT = {"rtol": 1e-10, "atol": 1e-12}
 
 @pytest.fixture(scope="module", autouse=True)
 def _no_torch_fastpath():
-    with torch_fastpath_disabled():
+    with fastpath_disabled():
         yield
 
 
@@ -203,8 +204,8 @@ def mha_pair(d_model, n_heads, seed=0):
     """(ours, theirs): our MultiHeadAttention holding the weights of a random nn.MultiheadAttention."""
     torch.manual_seed(seed)
     theirs = nn.MultiheadAttention(d_model, n_heads, dropout=0.0, batch_first=True, dtype=F64)
-    randomize_parameters_(theirs, seed)  # torch starts biases at 0: randomize to check they are copied
-    ours = copy_mha(MultiHeadAttention(d_model, n_heads).to(F64), theirs)
+    randomize_(theirs, seed)  # torch starts biases at 0: randomize to check they are copied
+    ours = load(MultiHeadAttention(d_model, n_heads).to(F64), mha_state(theirs))
     return ours.eval(), theirs.eval()
 
 
@@ -250,7 +251,7 @@ def test_mha_cross_attention_with_key_padding_matches_torch():
     mask = (torch.arange(6) < lengths[:, None])[:, None, None, :]  # [B, 1, 1, T_k], True = real key
     out = ours(query, memory, memory, mask)
     expected_out, expected_weights = torch_mha(
-        theirs, query, memory, memory, key_padding_mask=to_torch_key_padding_mask(mask)
+        theirs, query, memory, memory, key_padding_mask=torch_key_padding_mask(mask)
     )
     torch.testing.assert_close(out, expected_out, **TIGHT)
     torch.testing.assert_close(ours.attn, expected_weights, **TIGHT)
@@ -261,7 +262,7 @@ def test_mha_with_a_causal_mask_matches_torch():
     x = torch.randn(2, 5, 8, dtype=F64)
     causal = torch.ones(5, 5, dtype=torch.bool).tril()  # [T, T], True = may attend
     out = ours(x, x, x, causal)
-    expected_out, expected_weights = torch_mha(theirs, x, x, x, attn_mask=to_torch_attn_mask(causal))
+    expected_out, expected_weights = torch_mha(theirs, x, x, x, attn_mask=torch_attn_mask(causal))
     torch.testing.assert_close(out, expected_out, **TIGHT)
     torch.testing.assert_close(ours.attn, expected_weights, **TIGHT)
 
@@ -271,7 +272,7 @@ def test_mha_with_a_per_head_mask_matches_torch():
     query, key = torch.randn(2, 3, 6, dtype=F64), torch.randn(2, 5, 6, dtype=F64)
     mask = random_mask((2, 2, 3, 5), seed=6)  # [B, h, T_q, T_k]
     mask[..., 0] = True
-    torch_mask = to_torch_attn_mask(mask).reshape(2 * 2, 3, 5)  # torch wants [B * h, T_q, T_k]
+    torch_mask = torch_attn_mask(mask).reshape(2 * 2, 3, 5)  # torch wants [B * h, T_q, T_k]
     out = ours(query, key, key, mask)
     expected_out, expected_weights = torch_mha(theirs, query, key, key, attn_mask=torch_mask)
     torch.testing.assert_close(out, expected_out, **TIGHT)
@@ -314,7 +315,7 @@ def test_mha_matches_torch_on_random_shapes(batch, n_heads, d_k, t_q, t_k, self_
     mask = (torch.arange(t_k) < lengths[:, None])[:, None, None, :]  # [B, 1, 1, T_k]
     out = ours(query, key, key, mask)
     expected_out, expected_weights = torch_mha(
-        theirs, query, key, key, key_padding_mask=to_torch_key_padding_mask(mask)
+        theirs, query, key, key, key_padding_mask=torch_key_padding_mask(mask)
     )
     torch.testing.assert_close(out, expected_out, **TIGHT)
     torch.testing.assert_close(ours.attn, expected_weights, **TIGHT)

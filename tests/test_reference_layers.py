@@ -2,7 +2,7 @@
 
 Oracles: nn.LayerNorm, nn.TransformerEncoderLayer / nn.TransformerDecoderLayer and
 nn.TransformerEncoder / nn.TransformerDecoder (batch_first=True, dropout=0.0) with
-their weights copied into ours by tests/torch_oracles.py. Float64 throughout.
+their weights copied into ours by autograder/checks/oracles.py. Float64 throughout.
 """
 
 import pytest
@@ -12,19 +12,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from solutions import Decoder, DecoderLayer, Encoder, EncoderLayer, LayerNorm, PositionwiseFeedForward
-from tests.torch_oracles import (
-    copy_decoder,
-    copy_decoder_layer,
-    copy_encoder,
-    copy_encoder_layer,
-    copy_feed_forward,
-    copy_layer_norm,
-    randomize_parameters_,
-    to_torch_attn_mask,
-    to_torch_key_padding_mask,
-    torch_fastpath_disabled,
+from autograder.checks.oracles import (
+    causal,
+    decoder_layer_state,
+    encoder_layer_state,
+    fastpath_disabled,
+    feed_forward_state,
+    layer_norm_state,
+    load,
+    randomize_,
+    stack_state,
+    torch_attn_mask,
+    torch_key_padding_mask,
 )
+from solutions import Decoder, DecoderLayer, Encoder, EncoderLayer, LayerNorm, PositionwiseFeedForward
 
 F64 = torch.float64
 TIGHT = {"rtol": 1e-10, "atol": 1e-10}
@@ -33,17 +34,13 @@ TIGHT = {"rtol": 1e-10, "atol": 1e-10}
 @pytest.fixture(scope="module", autouse=True)
 def _no_torch_fastpath():
     # Eval-mode nn.Transformer* layers otherwise take a fused "fast path" (and nested tensors).
-    with torch_fastpath_disabled():
+    with fastpath_disabled():
         yield
 
 
 def lengths_to_padding_mask(lengths: torch.Tensor, size: int) -> torch.Tensor:
     """Right-padded sequences -> our padding mask Bool[B, 1, 1, size], True = real token."""
     return (torch.arange(size) < lengths[:, None])[:, None, None, :]
-
-
-def causal(size: int) -> torch.Tensor:
-    return torch.ones(size, size, dtype=torch.bool).tril()  # [T, T], True = may attend
 
 
 # --- 06 LayerNorm --------------------------------------------------------------------
@@ -61,16 +58,16 @@ def test_layer_norm_starts_like_torch_gamma_ones_beta_zeros():
 def test_layer_norm_matches_torch(eps, shape):
     # Inputs of variance ~0.1 put eps on the same scale, so eps outside the square
     # root (or missing) and the unbiased variance show up.
-    theirs = randomize_parameters_(nn.LayerNorm(7, eps=eps, dtype=F64), seed=0)
-    ours = copy_layer_norm(LayerNorm(7, eps=eps).to(F64), theirs)
+    theirs = randomize_(nn.LayerNorm(7, eps=eps, dtype=F64), seed=0)
+    ours = load(LayerNorm(7, eps=eps).to(F64), layer_norm_state(theirs))
     x = torch.randn(shape, dtype=F64, generator=torch.Generator().manual_seed(1)) * 0.3
     torch.testing.assert_close(ours(x), theirs(x), **TIGHT)
 
 
 def test_layer_norm_is_stable_for_a_large_mean_and_a_small_variance():
     # E[x^2] - E[x]^2 loses every digit here (1e12 - 1e12 for a variance of 1e-4).
-    theirs = randomize_parameters_(nn.LayerNorm(16, dtype=F64), seed=2)
-    ours = copy_layer_norm(LayerNorm(16).to(F64), theirs)
+    theirs = randomize_(nn.LayerNorm(16, dtype=F64), seed=2)
+    ours = load(LayerNorm(16).to(F64), layer_norm_state(theirs))
     x = 1e6 + 1e-2 * torch.randn(4, 5, 16, dtype=F64, generator=torch.Generator().manual_seed(3))
     torch.testing.assert_close(ours(x), theirs(x), rtol=1e-6, atol=1e-6)
 
@@ -83,7 +80,7 @@ ACTIVATIONS = {"relu": torch.relu, "gelu": lambda t: F.gelu(t, approximate="none
 
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 def test_feed_forward_equals_linear2_of_activation_of_linear1(activation):
-    ours = randomize_parameters_(PositionwiseFeedForward(6, 24, activation=activation).to(F64), seed=4)
+    ours = randomize_(PositionwiseFeedForward(6, 24, activation=activation).to(F64), seed=4)
     assert ours.linear1.weight.shape == (24, 6) and ours.linear2.weight.shape == (6, 24)  # D -> d_ff -> D
     x = 2 * torch.randn(
         2, 5, 6, dtype=F64, generator=torch.Generator().manual_seed(9)
@@ -100,12 +97,12 @@ def test_feed_forward_equals_the_feed_forward_block_of_torch_encoder_layer(activ
     theirs = nn.TransformerEncoderLayer(
         6, 2, 24, dropout=0.0, activation=activation, batch_first=True, norm_first=True, dtype=F64
     )
-    randomize_parameters_(theirs, seed=5)
+    randomize_(theirs, seed=5)
     with torch.no_grad():
         theirs.self_attn.out_proj.weight.zero_()
         theirs.self_attn.out_proj.bias.zero_()
     theirs.eval()
-    ours = copy_feed_forward(PositionwiseFeedForward(6, 24, activation=activation).to(F64), theirs)
+    ours = load(PositionwiseFeedForward(6, 24, activation=activation).to(F64), feed_forward_state(theirs))
     x = torch.randn(2, 5, 6, dtype=F64, generator=torch.Generator().manual_seed(10))
     with torch.no_grad():
         expected = theirs(x) - x
@@ -153,8 +150,10 @@ def encoder_layer_pair(d_model, n_heads, d_ff, norm_first, seed=0):
     theirs = nn.TransformerEncoderLayer(
         d_model, n_heads, d_ff, dropout=0.0, batch_first=True, norm_first=norm_first, dtype=F64
     )
-    randomize_parameters_(theirs, seed)
-    ours = copy_encoder_layer(EncoderLayer(d_model, n_heads, d_ff, norm_first=norm_first).to(F64), theirs)
+    randomize_(theirs, seed)
+    ours = load(
+        EncoderLayer(d_model, n_heads, d_ff, norm_first=norm_first).to(F64), encoder_layer_state(theirs)
+    )
     return ours.eval(), theirs.eval()
 
 
@@ -162,8 +161,10 @@ def decoder_layer_pair(d_model, n_heads, d_ff, norm_first, seed=0):
     theirs = nn.TransformerDecoderLayer(
         d_model, n_heads, d_ff, dropout=0.0, batch_first=True, norm_first=norm_first, dtype=F64
     )
-    randomize_parameters_(theirs, seed)
-    ours = copy_decoder_layer(DecoderLayer(d_model, n_heads, d_ff, norm_first=norm_first).to(F64), theirs)
+    randomize_(theirs, seed)
+    ours = load(
+        DecoderLayer(d_model, n_heads, d_ff, norm_first=norm_first).to(F64), decoder_layer_state(theirs)
+    )
     return ours.eval(), theirs.eval()
 
 
@@ -176,10 +177,10 @@ def test_encoder_layer_matches_torch(norm_first, masks):
         ours_mask, torch_masks = None, {}
     elif masks == "src padding":
         ours_mask = lengths_to_padding_mask(torch.tensor([5, 2, 3]), 5)  # [B, 1, 1, T]
-        torch_masks = {"src_key_padding_mask": to_torch_key_padding_mask(ours_mask)}
+        torch_masks = {"src_key_padding_mask": torch_key_padding_mask(ours_mask)}
     else:
         ours_mask = causal(5)
-        torch_masks = {"src_mask": to_torch_attn_mask(ours_mask)}
+        torch_masks = {"src_mask": torch_attn_mask(ours_mask)}
     with torch.no_grad():
         torch.testing.assert_close(ours(x, ours_mask), theirs(x, **torch_masks), **TIGHT)
 
@@ -196,9 +197,9 @@ def test_decoder_layer_matches_torch(norm_first, with_masks):
         tgt_padding = lengths_to_padding_mask(torch.tensor([4, 3, 2]), 4)  # [B, 1, 1, T_tgt]
         tgt_mask = tgt_padding & causal(4)  # [B, 1, T_tgt, T_tgt]
         torch_masks = {
-            "tgt_mask": to_torch_attn_mask(causal(4)),
-            "tgt_key_padding_mask": to_torch_key_padding_mask(tgt_padding),
-            "memory_key_padding_mask": to_torch_key_padding_mask(src_mask),
+            "tgt_mask": torch_attn_mask(causal(4)),
+            "tgt_key_padding_mask": torch_key_padding_mask(tgt_padding),
+            "memory_key_padding_mask": torch_key_padding_mask(src_mask),
         }
     else:
         src_mask = tgt_mask = None
@@ -226,7 +227,7 @@ def test_encoder_and_decoder_layers_match_torch_on_random_shapes(
     src = torch.randn(batch, t_src, d_model, dtype=F64, generator=generator)
     tgt = torch.randn(batch, t_tgt, d_model, dtype=F64, generator=generator)
     src_mask = lengths_to_padding_mask(torch.randint(1, t_src + 1, (batch,), generator=generator), t_src)
-    src_padding = to_torch_key_padding_mask(src_mask)
+    src_padding = torch_key_padding_mask(src_mask)
 
     ours, theirs = encoder_layer_pair(d_model, n_heads, 2 * d_model, norm_first, seed=seed)
     with torch.no_grad():
@@ -236,7 +237,7 @@ def test_encoder_and_decoder_layers_match_torch_on_random_shapes(
     ours, theirs = decoder_layer_pair(d_model, n_heads, 2 * d_model, norm_first, seed=seed + 1)
     with torch.no_grad():
         expected = theirs(
-            tgt, memory, tgt_mask=to_torch_attn_mask(causal(t_tgt)), memory_key_padding_mask=src_padding
+            tgt, memory, tgt_mask=torch_attn_mask(causal(t_tgt)), memory_key_padding_mask=src_padding
         )
         torch.testing.assert_close(ours(tgt, memory, src_mask, causal(t_tgt)), expected, **TIGHT)
 
@@ -259,14 +260,14 @@ def test_encoder_stack_matches_torch_transformer_encoder(norm_first):
     theirs = nn.TransformerEncoder(
         layer, num_layers=3, norm=nn.LayerNorm(8, dtype=F64), enable_nested_tensor=False
     )
-    randomize_parameters_(theirs, seed=5)  # torch's layers start as copies of each other
-    ours = copy_encoder(Encoder(8, 2, 16, n_layers=3, norm_first=norm_first).to(F64), theirs)
+    randomize_(theirs, seed=5)  # torch's layers start as copies of each other
+    ours = load(Encoder(8, 2, 16, n_layers=3, norm_first=norm_first).to(F64), stack_state(theirs))
     ours.eval()
     theirs.eval()
     x = torch.randn(3, 5, 8, dtype=F64, generator=torch.Generator().manual_seed(6))
     src_mask = lengths_to_padding_mask(torch.tensor([5, 1, 3]), 5)
     with torch.no_grad():
-        expected = theirs(x, src_key_padding_mask=to_torch_key_padding_mask(src_mask))
+        expected = theirs(x, src_key_padding_mask=torch_key_padding_mask(src_mask))
         torch.testing.assert_close(ours(x, src_mask), expected, **TIGHT)
 
 
@@ -276,8 +277,8 @@ def test_decoder_stack_matches_torch_transformer_decoder(norm_first):
         8, 2, 16, dropout=0.0, batch_first=True, norm_first=norm_first, dtype=F64
     )
     theirs = nn.TransformerDecoder(layer, num_layers=3, norm=nn.LayerNorm(8, dtype=F64))
-    randomize_parameters_(theirs, seed=7)
-    ours = copy_decoder(Decoder(8, 2, 16, n_layers=3, norm_first=norm_first).to(F64), theirs)
+    randomize_(theirs, seed=7)
+    ours = load(Decoder(8, 2, 16, n_layers=3, norm_first=norm_first).to(F64), stack_state(theirs))
     ours.eval()
     theirs.eval()
     generator = torch.Generator().manual_seed(8)
@@ -289,9 +290,9 @@ def test_decoder_stack_matches_torch_transformer_decoder(norm_first):
         expected = theirs(
             x,
             memory,
-            tgt_mask=to_torch_attn_mask(causal(4)),
-            tgt_key_padding_mask=to_torch_key_padding_mask(tgt_padding),
-            memory_key_padding_mask=to_torch_key_padding_mask(src_mask),
+            tgt_mask=torch_attn_mask(causal(4)),
+            tgt_key_padding_mask=torch_key_padding_mask(tgt_padding),
+            memory_key_padding_mask=torch_key_padding_mask(src_mask),
         )
         out = ours(x, memory, src_mask, tgt_padding & causal(4))
         torch.testing.assert_close(out, expected, **TIGHT)

@@ -13,15 +13,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from solutions import Generator, Transformer, greedy_decode
-from tests.torch_oracles import (
-    decoder_state,
-    encoder_state,
-    randomize_parameters_,
-    to_torch_attn_mask,
-    to_torch_key_padding_mask,
-    torch_fastpath_disabled,
+from autograder.checks.oracles import (
+    causal,
+    fastpath_disabled,
+    randomize_,
+    stack_state,
+    torch_attn_mask,
+    torch_key_padding_mask,
 )
+from solutions import Generator, Transformer, greedy_decode
 
 F64 = torch.float64
 SRC_VOCAB, TGT_VOCAB, D_MODEL, N_HEADS, D_FF, N_LAYERS = 11, 13, 16, 4, 32, 2
@@ -30,7 +30,7 @@ PAD = 0
 
 @pytest.fixture(scope="module", autouse=True)
 def _no_torch_fastpath():
-    with torch_fastpath_disabled():
+    with fastpath_disabled():
         yield
 
 
@@ -54,15 +54,11 @@ def padding_of(tokens):
     return (tokens != PAD)[:, None, None, :]  # [B, 1, 1, T], True = real token
 
 
-def causal(size):
-    return torch.ones(size, size, dtype=torch.bool).tril()
-
-
 # --- Generator -----------------------------------------------------------------------
 
 
 def test_generator_is_log_softmax_of_a_linear_projection():
-    theirs = randomize_parameters_(nn.Linear(D_MODEL, TGT_VOCAB, dtype=F64), seed=1)
+    theirs = randomize_(nn.Linear(D_MODEL, TGT_VOCAB, dtype=F64), seed=1)
     ours = Generator(D_MODEL, TGT_VOCAB).to(F64)
     ours.load_state_dict({f"proj.{key}": value for key, value in theirs.state_dict().items()}, strict=True)
     x = torch.randn(2, 5, D_MODEL, dtype=F64, generator=torch.Generator().manual_seed(2))  # [B, T, D]
@@ -110,7 +106,7 @@ def test_transformer_matches_torch_stacks_between_the_paper_embeddings():
     )
     projection = nn.Linear(D_MODEL, TGT_VOCAB, dtype=F64)
     for seed, module in enumerate((src_lut, tgt_lut, encoder, decoder, projection)):
-        randomize_parameters_(module, seed=10 + seed)
+        randomize_(module, seed=10 + seed)
         module.eval()
     pe = formula_table(40, D_MODEL)
 
@@ -119,8 +115,8 @@ def test_transformer_matches_torch_stacks_between_the_paper_embeddings():
         "src_embed.lut.weight": src_lut.weight.detach(),
         "tgt_embed.lut.weight": tgt_lut.weight.detach(),
         "positional.pe": pe,
-        **{f"encoder.{key}": value for key, value in encoder_state(encoder).items()},
-        **{f"decoder.{key}": value for key, value in decoder_state(decoder).items()},
+        **{f"encoder.{key}": value for key, value in stack_state(encoder).items()},
+        **{f"decoder.{key}": value for key, value in stack_state(decoder).items()},
         "generator.proj.weight": projection.weight.detach(),
         "generator.proj.bias": projection.bias.detach(),
     }
@@ -132,14 +128,14 @@ def test_transformer_matches_torch_stacks_between_the_paper_embeddings():
     with torch.no_grad():
         memory = encoder(
             src_lut(src) * math.sqrt(D_MODEL) + pe[:6],
-            src_key_padding_mask=to_torch_key_padding_mask(src_mask),
+            src_key_padding_mask=torch_key_padding_mask(src_mask),
         )
         expected = decoder(
             tgt_lut(tgt) * math.sqrt(D_MODEL) + pe[:4],
             memory,
-            tgt_mask=to_torch_attn_mask(causal(4)),
-            tgt_key_padding_mask=to_torch_key_padding_mask(tgt_padding),
-            memory_key_padding_mask=to_torch_key_padding_mask(src_mask),
+            tgt_mask=torch_attn_mask(causal(4)),
+            tgt_key_padding_mask=torch_key_padding_mask(tgt_padding),
+            memory_key_padding_mask=torch_key_padding_mask(src_mask),
         )
         states = model(src, tgt, src_mask, tgt_padding & causal(4))
         torch.testing.assert_close(model.encode(src, src_mask), memory, rtol=1e-10, atol=1e-10)

@@ -207,14 +207,18 @@ def build(exercise: str, cls: type, *args: Any, **kwargs: Any) -> Any:
     return module.to(device=DEVICE, dtype=DTYPE).eval()
 
 
-def load_weights(exercise: str, module: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
-    """Load oracle weights into the learner's module by the contract's names, strictly."""
+def load_weights(
+    exercise: str, module: torch.nn.Module, state: dict[str, torch.Tensor], names: str | None = None
+) -> None:
+    """Load oracle weights into the learner's module by the contract's names, strictly;
+    ``names`` says in a few words which attributes the lesson asks for."""
     expected, found = sorted(state), sorted(module.state_dict())
     if expected != found:
         missing = [name for name in expected if name not in found]
         extra = [name for name in found if name not in expected]
+        asked = f" ({names})" if names else ""
         raise CheckFailure(
-            f"{exercise}: the parameters do not have the names the lesson asks for. "
+            f"{exercise}: the parameters do not have the names the lesson asks for{asked}. "
             f"Missing: {missing or 'none'}; not expected: {extra or 'none'}. "
             "Use the attribute names given in the exercise (they let reference weights load)."
         )

@@ -17,9 +17,7 @@ cross-attention, ...) usually crashes when T_tgt != T_src. The decoder checks th
 with T_tgt == T_src and name the mistake its output matches.
 """
 
-import contextlib
-import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -40,6 +38,15 @@ from autograder.checks.core import (
     unchanged,
 )
 from autograder.checks.device import DEVICE, DTYPE, exact_matmul, random_tensor
+from autograder.checks.oracles import (
+    causal,
+    decoder_layer_state,
+    encoder_layer_state,
+    plain_torch,
+    randomize_,
+    stack_state,
+    torch_key_padding_mask,
+)
 
 D, H, D_FF = 12, 3, 20
 B, T, T_SRC, T_TGT = 3, 5, 6, 4
@@ -402,81 +409,6 @@ DECODER_MISTAKES = _stack_mistakes(
 # --- PyTorch's modules as oracles ----------------------------------------------------------------
 
 
-@torch.no_grad()
-def randomize_(module: nn.Module, seed: int) -> nn.Module:
-    """Seeded random parameters, in place: matrices N(0, 1/fan_in), vectors N(0, 0.5^2), norm
-    weights (gamma) around 1. The same values on every device."""
-    generator = torch.Generator().manual_seed(seed)
-    for name, parameter in module.named_parameters():
-        if parameter.dim() >= 2:
-            values = torch.randn(parameter.shape, generator=generator, dtype=DTYPE) / math.sqrt(
-                parameter.size(-1)
-            )
-        else:
-            values = torch.randn(parameter.shape, generator=generator, dtype=DTYPE) * 0.5
-            if name.endswith("gamma") or ("norm" in name and name.endswith("weight")):
-                values = values + 1.0
-        parameter.copy_(values)
-    return module
-
-
-def _prefixed(prefix: str, state: dict) -> dict:
-    return {f"{prefix}.{key}": value for key, value in state.items()}
-
-
-def _linear(linear: nn.Linear) -> dict:
-    return {"weight": linear.weight, "bias": linear.bias}
-
-
-def _norm(norm: nn.LayerNorm) -> dict:
-    return {"gamma": norm.weight, "beta": norm.bias}
-
-
-def _attention(mha: nn.MultiheadAttention) -> dict:
-    """in_proj_weight [3D, D] and in_proj_bias hold q, k, v in that order; out_proj is w_o."""
-    state = {}
-    for name, weight, bias in zip(
-        ("w_q", "w_k", "w_v"), mha.in_proj_weight.chunk(3), mha.in_proj_bias.chunk(3), strict=True
-    ):
-        state |= {f"{name}.weight": weight, f"{name}.bias": bias}
-    return state | _prefixed("w_o", _linear(mha.out_proj))
-
-
-def encoder_layer_state(layer: nn.TransformerEncoderLayer) -> dict:
-    return (
-        _prefixed("self_attn", _attention(layer.self_attn))
-        | _prefixed("ffn.linear1", _linear(layer.linear1))
-        | _prefixed("ffn.linear2", _linear(layer.linear2))
-        | _prefixed("norm1", _norm(layer.norm1))
-        | _prefixed("norm2", _norm(layer.norm2))
-    )
-
-
-def decoder_layer_state(layer: nn.TransformerDecoderLayer) -> dict:
-    """PyTorch calls the cross-attention multihead_attn."""
-    return (
-        _prefixed("self_attn", _attention(layer.self_attn))
-        | _prefixed("cross_attn", _attention(layer.multihead_attn))
-        | _prefixed("ffn.linear1", _linear(layer.linear1))
-        | _prefixed("ffn.linear2", _linear(layer.linear2))
-        | _prefixed("norm1", _norm(layer.norm1))
-        | _prefixed("norm2", _norm(layer.norm2))
-        | _prefixed("norm3", _norm(layer.norm3))
-    )
-
-
-def stack_state(stack: nn.TransformerEncoder | nn.TransformerDecoder) -> dict:
-    layer_state = encoder_layer_state if isinstance(stack, nn.TransformerEncoder) else decoder_layer_state
-    state = {}
-    for index, layer in enumerate(stack.layers):
-        state |= _prefixed(f"layers.{index}", layer_state(layer))
-    return state | _prefixed("norm", _norm(stack.norm))
-
-
-def _detached(state: dict) -> dict:
-    return {key: value.detach().clone() for key, value in state.items()}
-
-
 def torch_encoder_layer(norm_first: bool, seed: int) -> nn.TransformerEncoderLayer:
     layer = nn.TransformerEncoderLayer(
         D, H, D_FF, dropout=0.0, batch_first=True, norm_first=norm_first, device=DEVICE, dtype=DTYPE
@@ -508,35 +440,13 @@ def torch_decoder(norm_first: bool, seed: int) -> nn.TransformerDecoder:
     return randomize_(stack, seed).train()
 
 
-@contextlib.contextmanager
-def _plain_torch() -> Iterator[None]:
-    """No gradients, exact float64 matmuls and no fused "fast path" in torch's layers."""
-    before = torch.backends.mha.get_fastpath_enabled()
-    torch.backends.mha.set_fastpath_enabled(False)
-    try:
-        with torch.no_grad(), exact_matmul():
-            yield
-    finally:
-        torch.backends.mha.set_fastpath_enabled(before)
-
-
 # --- inputs and masks ----------------------------------------------------------------------------
-
-
-def causal(size: int) -> torch.Tensor:
-    """Bool[T, T], True where the key is not after the query (ours: True = may attend)."""
-    return torch.ones(size, size, dtype=torch.bool, device=DEVICE).tril()
 
 
 def lengths_mask(lengths: list[int], size: int) -> torch.Tensor:
     """Right-padded sequences of these lengths -> Bool[B, 1, 1, size], True at real tokens."""
     positions = torch.arange(size, device=DEVICE)
     return (positions < torch.tensor(lengths, device=DEVICE)[:, None])[:, None, None, :]
-
-
-def torch_padding(mask: torch.Tensor) -> torch.Tensor:
-    """Our padding mask Bool[B, 1, 1, T_k] -> torch's key_padding_mask Bool[B, T_k], True at padding."""
-    return ~mask[:, 0, 0, :]
 
 
 SRC_LENGTHS, TGT_LENGTHS, ENC_LENGTHS = [6, 2, 4], [4, 3, 2], [5, 2, 3]
@@ -588,7 +498,7 @@ def _run_decoder(exercise, module, target, mistakes, x, memory, src_mask=None, t
         square = memory.size(1)
         x2 = random_tensor(x.size(0), square, x.size(2), seed=99)
         lengths = [max(1, square - 2 * i) for i in range(x.size(0))]
-        tgt2 = None if tgt_mask is None else causal(square) & lengths_mask(lengths, square)
+        tgt2 = None if tgt_mask is None else causal(square, DEVICE) & lengths_mask(lengths, square)
         try:
             with exact_matmul():
                 out = module(x2, memory, src_mask, tgt2)
@@ -640,7 +550,7 @@ def compare_decoder(stack, x, memory, src_mask, tgt_mask, expected) -> None:
 
 def _layer(cls, exercise: str, norm_first: bool, state: dict) -> nn.Module:
     layer = build(exercise, cls, D, H, D_FF, dropout=0.0, norm_first=norm_first)
-    load_weights(exercise, layer, _detached(state))
+    load_weights(exercise, layer, state)
     return layer
 
 
@@ -669,11 +579,14 @@ def _encoder_layer_against_torch(cls, norm_first: bool, seed: int, masked: bool)
     layer = _layer(cls, ENC_NAME, norm_first, encoder_layer_state(oracle))
     x, padding = _encoder_inputs(seed + 1)
     if masked:
-        mask = padding & causal(T)  # [B, 1, T, T]
-        torch_masks = {"src_mask": ~causal(T), "src_key_padding_mask": torch_padding(padding)}
+        mask = padding & causal(T, DEVICE)  # [B, 1, T, T]
+        torch_masks = {
+            "src_mask": ~causal(T, DEVICE),
+            "src_key_padding_mask": torch_key_padding_mask(padding),
+        }
     else:
         mask, torch_masks = None, {}
-    with _plain_torch():
+    with plain_torch():
         expected = oracle(x, **torch_masks)
     compare_encoder_layer(layer, norm_first, x, mask, expected)
     return layer, x, mask
@@ -727,16 +640,19 @@ def _decoder_layer_against_torch(cls, norm_first: bool, seed: int, masked: bool)
     layer = _layer(cls, DEC_NAME, norm_first, decoder_layer_state(oracle))
     x, memory, src_padding, tgt_padding = _decoder_inputs(seed + 1)
     if masked:
-        src_mask, tgt_mask = src_padding, tgt_padding & causal(T_TGT)  # [B,1,1,T_src], [B,1,T_tgt,T_tgt]
+        src_mask, tgt_mask = (
+            src_padding,
+            tgt_padding & causal(T_TGT, DEVICE),
+        )  # [B,1,1,T_src], [B,1,T_tgt,T_tgt]
         torch_masks = {
-            "tgt_mask": ~causal(T_TGT),
-            "tgt_key_padding_mask": torch_padding(tgt_padding),
-            "memory_key_padding_mask": torch_padding(src_padding),
+            "tgt_mask": ~causal(T_TGT, DEVICE),
+            "tgt_key_padding_mask": torch_key_padding_mask(tgt_padding),
+            "memory_key_padding_mask": torch_key_padding_mask(src_padding),
         }
     else:
         src_mask = tgt_mask = None
         torch_masks = {}
-    with _plain_torch():
+    with plain_torch():
         expected = oracle(x, memory, **torch_masks)
     compare_decoder_layer(layer, norm_first, x, memory, src_mask, tgt_mask, expected)
     return layer, x, memory, src_mask, tgt_mask
@@ -843,11 +759,11 @@ def check_encoder_values(cls) -> None:
         oracle = torch_encoder(norm_first, seed)
         stack = build("Encoder", cls, D, H, D_FF, N_LAYERS, dropout=0.0, norm_first=norm_first)
         check_stack_structure("Encoder", stack, N_LAYERS)
-        load_weights("Encoder", stack, _detached(stack_state(oracle)))
+        load_weights("Encoder", stack, stack_state(oracle))
         x, padding = _encoder_inputs(seed + 1)
-        with _plain_torch():
-            first = oracle.layers[0](x, src_key_padding_mask=torch_padding(padding))
-            expected = oracle(x, src_key_padding_mask=torch_padding(padding))
+        with plain_torch():
+            first = oracle.layers[0](x, src_key_padding_mask=torch_key_padding_mask(padding))
+            expected = oracle(x, src_key_padding_mask=torch_key_padding_mask(padding))
         try:
             with torch.no_grad(), exact_matmul():
                 mine = stack.layers[0](x, padding)
@@ -867,15 +783,15 @@ def check_decoder_values(cls) -> None:
         oracle = torch_decoder(norm_first, seed)
         stack = build("Decoder", cls, D, H, D_FF, N_LAYERS, dropout=0.0, norm_first=norm_first)
         check_stack_structure("Decoder", stack, N_LAYERS)
-        load_weights("Decoder", stack, _detached(stack_state(oracle)))
+        load_weights("Decoder", stack, stack_state(oracle))
         x, memory, src_padding, tgt_padding = _decoder_inputs(seed + 1)
-        src_mask, tgt_mask = src_padding, tgt_padding & causal(T_TGT)
+        src_mask, tgt_mask = src_padding, tgt_padding & causal(T_TGT, DEVICE)
         torch_masks = {
-            "tgt_mask": ~causal(T_TGT),
-            "tgt_key_padding_mask": torch_padding(tgt_padding),
-            "memory_key_padding_mask": torch_padding(src_padding),
+            "tgt_mask": ~causal(T_TGT, DEVICE),
+            "tgt_key_padding_mask": torch_key_padding_mask(tgt_padding),
+            "memory_key_padding_mask": torch_key_padding_mask(src_padding),
         }
-        with _plain_torch():
+        with plain_torch():
             first = oracle.layers[0](x, memory, **torch_masks)
             expected = oracle(x, memory, **torch_masks)
         try:

@@ -29,6 +29,7 @@ from autograder.checks.core import (
     unchanged,
 )
 from autograder.checks.device import DEVICE, DTYPE, random_tensor
+from autograder.checks.oracles import feed_forward_state
 
 EXERCISE = "PositionwiseFeedForward"
 B, T, D, D_FF = 2, 5, 8, 20
@@ -131,15 +132,6 @@ def torch_encoder_layer(d_model: int, d_ff: int, activation: str, seed: int) -> 
     return layer
 
 
-def torch_state(layer) -> dict[str, torch.Tensor]:
-    """The feed-forward part of a torch Transformer layer: linear1.* and linear2.* (same names)."""
-    return {
-        f"{name}.{kind}": getattr(getattr(layer, name), kind).detach().clone()
-        for name in ("linear1", "linear2")
-        for kind in ("weight", "bias")
-    }
-
-
 def torch_feed_forward(layer, x: torch.Tensor) -> torch.Tensor:
     """What the torch layer's feed-forward block computes (dropout is 0): linear2(act(linear1(x)))."""
     with torch.no_grad():
@@ -197,7 +189,7 @@ def check_feed_forward_shapes(cls) -> None:
             "[d_ff, D]" if name == "linear1" else "[D, d_ff]",
             shape,
         )
-    load_weights(EXERCISE, module, torch_state(torch_encoder_layer(D, D_FF, "relu", seed=0)))
+    load_weights(EXERCISE, module, feed_forward_state(torch_encoder_layer(D, D_FF, "relu", seed=0)))
     x = random_tensor(B, T, D, seed=1)
     out = _run(module, x)
     expect_shape(EXERCISE, "the output", out, X, (B, T, D))
@@ -209,7 +201,7 @@ def check_feed_forward_shapes(cls) -> None:
 def _check_activation(cls, activation: str | None, seed: int) -> None:
     name = activation or "relu"
     layer = torch_encoder_layer(D, D_FF, name, seed=seed)
-    module = build_with(cls, D, D_FF, activation, torch_state(layer))
+    module = build_with(cls, D, D_FF, activation, feed_forward_state(layer))
     x = random_tensor(B, T, D, seed=seed + 10, scale=2.0)
     compare(module, name, x, torch_feed_forward(layer, x))
 

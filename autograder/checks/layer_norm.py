@@ -29,6 +29,7 @@ from autograder.checks.core import (
     unchanged,
 )
 from autograder.checks.device import DEVICE, DTYPE, random_tensor
+from autograder.checks.oracles import layer_norm_state
 
 EXERCISE = "LayerNorm"
 B, T, D = 2, 5, 8
@@ -147,11 +148,6 @@ def torch_layer_norm(d_model: int, eps: float, seed: int | None) -> nn.LayerNorm
     return norm
 
 
-def torch_state(norm: nn.LayerNorm) -> dict[str, torch.Tensor]:
-    """nn.LayerNorm's weight and bias under the contract's names gamma and beta."""
-    return {"gamma": norm.weight.detach().clone(), "beta": norm.bias.detach().clone()}
-
-
 def shifted_input(shape, generator: torch.Generator) -> torch.Tensor:
     """x [..., D] whose rows have means of size 1e5 to 2e5 (either sign) and spreads of 0.2 to 1."""
     rows = (*shape[:-1], 1)
@@ -211,7 +207,7 @@ def check_layer_norm_parameters(cls) -> None:
                 f"{EXERCISE}: `{name}` must start as all {'ones' if value else 'zeros'} (so that a new "
                 f"LayerNorm only normalizes), got {tensor.detach().flatten()[:4].tolist()}..."
             )
-    load_weights(EXERCISE, module, torch_state(torch_layer_norm(D, 1e-5, seed=None)))
+    load_weights(EXERCISE, module, layer_norm_state(torch_layer_norm(D, 1e-5, seed=None)))
     x = random_tensor(B, T, D, seed=0)
     out = _run(module, x)
     expect_shape(EXERCISE, "the output", out, X, (B, T, D))
@@ -225,7 +221,7 @@ def check_layer_norm_matches_torch(cls) -> None:
     x = random_tensor(B, T, D, seed=10, scale=2.0) + random_tensor(B, T, 1, seed=11)
     for eps, seed in ((None, 12), (0.1, 14)):
         norm = torch_layer_norm(D, 1e-5 if eps is None else eps, seed=seed)
-        module = build_with(cls, D, eps, torch_state(norm))
+        module = build_with(cls, D, eps, layer_norm_state(norm))
         with torch.no_grad():
             expected = norm(x)
         compare(module, x, expected, norm.eps, what=f"the output (eps={norm.eps:g})")
@@ -265,7 +261,7 @@ def check_layer_norm_large_mean(cls) -> None:
     """Inputs whose rows sit near ±1e5 with a spread below 1: as precise as nn.LayerNorm."""
     x = shifted_input((B, T, D), torch.Generator().manual_seed(30))
     norm = torch_layer_norm(D, 1e-5, seed=31)
-    module = build_with(cls, D, None, torch_state(norm))
+    module = build_with(cls, D, None, layer_norm_state(norm))
     with torch.no_grad():
         expected = norm(x)
     compare(module, x, expected, 1e-5)

@@ -35,6 +35,7 @@ from autograder.checks.core import (
     unchanged,
 )
 from autograder.checks.device import DEVICE, DTYPE, exact_matmul, random_tensor
+from autograder.checks.oracles import mha_state, randomize_
 
 B, H, D_K, T_Q, T_K = 2, 3, 4, 5, 7
 D = H * D_K
@@ -354,27 +355,7 @@ def torch_mha(d_model: int, n_heads: int, seed: int) -> nn.MultiheadAttention:
     would hide a missing or misplaced bias), float64 on DEVICE, dropout 0, in train mode
     (which keeps it off the eval-mode fast path; with dropout 0 nothing is random)."""
     torch_module = nn.MultiheadAttention(d_model, n_heads, dropout=0.0, bias=True, batch_first=True)
-    torch_module = torch_module.to(device=DEVICE, dtype=DTYPE).train()
-    generator = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for parameter in torch_module.parameters():
-            scale = 1.0 / math.sqrt(d_model) if parameter.dim() == 2 else 0.5
-            noise = torch.randn(parameter.shape, generator=generator, dtype=DTYPE) * scale
-            parameter.copy_(noise.to(DEVICE))
-    return torch_module
-
-
-def mha_state(torch_module: nn.MultiheadAttention) -> dict[str, torch.Tensor]:
-    """nn.MultiheadAttention -> the contract's names: in_proj_weight [3D, D] holds w_q, w_k, w_v
-    (in that order), in_proj_bias [3D] their biases; out_proj is w_o."""
-    weights = torch_module.in_proj_weight.detach().chunk(3, dim=0)
-    biases = torch_module.in_proj_bias.detach().chunk(3, dim=0)
-    state = {}
-    for name, weight, bias in zip(LINEARS[:3], weights, biases, strict=True):
-        state[f"{name}.weight"], state[f"{name}.bias"] = weight.clone(), bias.clone()
-    state["w_o.weight"] = torch_module.out_proj.weight.detach().clone()
-    state["w_o.bias"] = torch_module.out_proj.bias.detach().clone()
-    return state
+    return randomize_(torch_module.to(device=DEVICE, dtype=DTYPE), seed).train()
 
 
 def torch_expected(torch_module, query, key, value, mask=None):

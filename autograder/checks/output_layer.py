@@ -39,10 +39,12 @@ from autograder.checks.core import (
     expect_dtype,
     expect_shape,
     expect_tensor,
+    load_weights,
     passed,
     unchanged,
 )
 from autograder.checks.device import DEVICE, DTYPE, exact_matmul, random_tensor
+from autograder.checks.oracles import prefixed, randomize_, sinusoidal_table, stack_state
 
 # ---------------------------------------------------------------------------------------
 # Generator
@@ -146,20 +148,8 @@ def _generator_with(cls, oracle: nn.Linear):
     """The learner's Generator with the oracle's weights in ``proj``."""
     module = _generator_module(cls, oracle.in_features, oracle.out_features)
     state = {"proj.weight": oracle.weight.detach().clone(), "proj.bias": oracle.bias.detach().clone()}
-    _load_exactly(GENERATOR, module, state, "proj (an nn.Linear)")
+    load_weights(GENERATOR, module, state, names="proj, an nn.Linear")
     return module
-
-
-def _load_exactly(exercise: str, module: nn.Module, state: dict, names: str) -> None:
-    expected, found = sorted(state), sorted(module.state_dict())
-    if expected != found:
-        missing = [name for name in expected if name not in found]
-        extra = [name for name in found if name not in expected]
-        raise CheckFailure(
-            f"{exercise}: the parameters do not have the names the lesson asks for ({names}). "
-            f"Missing: {missing or 'none'}; not expected: {extra or 'none'}."
-        )
-    module.load_state_dict(state, strict=True)
 
 
 def check_generator_shapes(cls) -> None:
@@ -538,61 +528,6 @@ def check_transformer_properties(cls) -> None:
     )
 
 
-def _randomize_(module: nn.Module, generator: torch.Generator) -> None:
-    """Seeded random parameters: matrices N(0, 1/fan_in), vectors N(0, 0.25), LayerNorm weights near 1."""
-    with torch.no_grad():
-        for name, parameter in module.named_parameters():
-            if parameter.dim() >= 2:
-                noise = torch.randn(parameter.shape, generator=generator, dtype=DTYPE) / math.sqrt(
-                    parameter.size(-1)
-                )
-            else:
-                noise = torch.randn(parameter.shape, generator=generator, dtype=DTYPE) * 0.5
-                if "norm" in name and name.endswith("weight"):
-                    noise = noise + 1.0
-            parameter.copy_(noise.to(parameter.device))
-
-
-def _sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
-    position = torch.arange(max_len, dtype=DTYPE)[:, None]
-    column = torch.arange(d_model)
-    angle = position / 10000 ** ((column - column % 2).to(DTYPE) / d_model)
-    return torch.where(column % 2 == 0, torch.sin(angle), torch.cos(angle))
-
-
-def _torch_state(prefix: str, stack, cross: bool) -> dict:
-    """nn.TransformerEncoder/Decoder -> the course's names (layers.<i>.self_attn.w_q..., norm.gamma)."""
-    state = {}
-
-    def linear(name, weight, bias):
-        state[f"{name}.weight"], state[f"{name}.bias"] = weight.detach().clone(), bias.detach().clone()
-
-    def attention(name, mha):
-        for part, weight, bias in zip(
-            ("w_q", "w_k", "w_v"), mha.in_proj_weight.chunk(3), mha.in_proj_bias.chunk(3), strict=True
-        ):
-            linear(f"{name}.{part}", weight, bias)
-        linear(f"{name}.w_o", mha.out_proj.weight, mha.out_proj.bias)
-
-    def norm(name, layer_norm):
-        state[f"{name}.gamma"], state[f"{name}.beta"] = (
-            layer_norm.weight.detach().clone(),
-            layer_norm.bias.detach().clone(),
-        )
-
-    for index, layer in enumerate(stack.layers):
-        base = f"{prefix}.layers.{index}"
-        attention(f"{base}.self_attn", layer.self_attn)
-        if cross:
-            attention(f"{base}.cross_attn", layer.multihead_attn)
-        linear(f"{base}.ffn.linear1", layer.linear1.weight, layer.linear1.bias)
-        linear(f"{base}.ffn.linear2", layer.linear2.weight, layer.linear2.bias)
-        for number in (1, 2, 3) if cross else (1, 2):
-            norm(f"{base}.norm{number}", getattr(layer, f"norm{number}"))
-    norm(f"{prefix}.norm", stack.norm)
-    return state
-
-
 def check_transformer_values(cls) -> None:
     """Equal to PyTorch's nn.TransformerEncoder / nn.TransformerDecoder between the paper's embeddings
     (nn.Embedding times sqrt(D), plus the sinusoidal table), with the same weights copied in by name."""
@@ -613,15 +548,15 @@ def check_transformer_values(cls) -> None:
     tgt_lut = nn.Embedding(TGT_VOCAB, D_MODEL, device=DEVICE, dtype=DTYPE)
     projection = nn.Linear(D_MODEL, TGT_VOCAB, device=DEVICE, dtype=DTYPE)
     for oracle in (encoder, decoder, src_lut, tgt_lut, projection):
-        _randomize_(oracle, generator)
+        randomize_(oracle, generator)
         oracle.train()  # dropout is 0; train mode keeps PyTorch off its inference fast path
-    pe = _sinusoidal_table(MAX_LEN, D_MODEL).to(DEVICE)
+    pe = sinusoidal_table(MAX_LEN, D_MODEL).to(DEVICE)
     state = {
         "src_embed.lut.weight": src_lut.weight.detach().clone(),
         "tgt_embed.lut.weight": tgt_lut.weight.detach().clone(),
         "positional.pe": pe,
-        **_torch_state("encoder", encoder, cross=False),
-        **_torch_state("decoder", decoder, cross=True),
+        **prefixed("encoder", stack_state(encoder)),
+        **prefixed("decoder", stack_state(decoder)),
         "generator.proj.weight": projection.weight.detach().clone(),
         "generator.proj.bias": projection.bias.detach().clone(),
     }

@@ -3,7 +3,9 @@
 import torch
 
 from autograder.checks import output_layer as checks
+from autograder.checks.core import load_weights
 from autograder.checks.device import DEVICE, DTYPE
+from autograder.checks.oracles import randomize_
 from autograder.hidden.core import Fresh, replayable
 from solutions.output_layer import Generator as ReferenceGenerator
 from solutions.output_layer import Transformer as ReferenceTransformer
@@ -11,7 +13,7 @@ from solutions.output_layer import greedy_decode as reference_greedy_decode
 
 
 def _randomize(module: torch.nn.Module, fresh: Fresh) -> torch.nn.Module:
-    checks._randomize_(module, fresh.generator)
+    randomize_(module, fresh.generator)
     return module
 
 
@@ -27,7 +29,7 @@ def hidden_generator(fresh: Fresh, cls, trials: int = 3) -> None:
             with torch.no_grad():
                 reference.proj.weight.mul_(1000.0)
         module = checks._generator_module(cls, d_model, vocab_size)
-        checks._load_exactly(checks.GENERATOR, module, reference.state_dict(), "proj (an nn.Linear)")
+        load_weights(checks.GENERATOR, module, reference.state_dict(), names="proj, an nn.Linear")
         x = fresh.tensor(batch, length + batch, d_model)  # T != B
         with torch.no_grad():
             expected = reference(x)

@@ -23,15 +23,16 @@ from pathlib import Path
 import torch
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for tests.torch_oracles
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for the course packages
 
-from solutions import EncoderLayer, MultiHeadAttention  # noqa: E402
-from tests.torch_oracles import (  # noqa: E402
-    copy_encoder_layer,
-    copy_mha,
-    randomize_parameters_,
-    torch_fastpath_disabled,
+from autograder.checks.oracles import (  # noqa: E402
+    encoder_layer_state,
+    fastpath_disabled,
+    load,
+    mha_state,
+    randomize_,
 )
+from solutions import EncoderLayer, MultiHeadAttention  # noqa: E402
 
 B, T, D, H, D_FF = 8, 256, 512, 8, 2048
 GOAL = 1.3  # ours / torch default, at most
@@ -73,8 +74,8 @@ def report(title: str, difference: float, medians: dict[str, float], ours: str, 
 
 def bench_attention(x: torch.Tensor) -> None:
     theirs = nn.MultiheadAttention(D, H, dropout=0.0, batch_first=True)
-    randomize_parameters_(theirs, seed=1)
-    ours = copy_mha(MultiHeadAttention(D, H), theirs).to(DEVICE).eval()
+    randomize_(theirs, seed=1)
+    ours = load(MultiHeadAttention(D, H), mha_state(theirs)).to(DEVICE).eval()
     theirs.to(DEVICE).eval()
     with torch.inference_mode():
         difference = (ours(x, x, x) - theirs(x, x, x)[0]).abs().max().item()
@@ -96,12 +97,12 @@ def bench_attention(x: torch.Tensor) -> None:
 
 def bench_encoder_layer(x: torch.Tensor) -> None:
     theirs = nn.TransformerEncoderLayer(D, H, D_FF, dropout=0.0, batch_first=True)
-    randomize_parameters_(theirs, seed=2)
-    ours = copy_encoder_layer(EncoderLayer(D, H, D_FF), theirs).to(DEVICE).eval()
+    randomize_(theirs, seed=2)
+    ours = load(EncoderLayer(D, H, D_FF), encoder_layer_state(theirs)).to(DEVICE).eval()
     theirs.to(DEVICE).eval()
 
     def torch_without_fastpath():
-        with torch_fastpath_disabled():
+        with fastpath_disabled():
             return theirs(x)
 
     with torch.inference_mode():
