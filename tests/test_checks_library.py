@@ -37,3 +37,32 @@ def test_a_missing_optional_parameter_is_named_with_the_signature_to_keep():
         CheckFailure, match=r"Keep the exercise's signature, `def causal_mask\(size, device=None\):`"
     ):
         masking.check_causal_mask_values(causal_mask)
+
+
+def _failure(actual, expected, letters="[B, T, D]") -> str:
+    import pytest
+
+    from autograder.checks import CheckFailure
+    from autograder.checks.core import expect_close
+
+    with pytest.raises(CheckFailure) as failure:
+        expect_close("X", "the output", actual, expected, letters)
+    return str(failure.value)
+
+
+def test_an_unnamed_wrong_output_says_where_and_how_it_is_wrong():
+    import torch
+
+    expected = torch.randn(2, 5, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    assert "every entry is 2 times the expected one" in _failure(expected * 2, expected)
+    assert "every entry is off by the same 0.5" in _failure(expected + 0.5, expected)
+    assert "the right values, in the wrong places" in _failure(expected.flip(1), expected)
+    last_position = expected.clone()
+    last_position[:, -1] += 1
+    message = _failure(last_position, expected)
+    assert "wrong values, only at T = 4 (at T = 0, 1, 2, 3 they are right)." in message, message
+    first_position_right = expected + 1
+    first_position_right[:, 0] -= 1
+    assert "everywhere but at T = 0, where they are right" in _failure(first_position_right, expected)
+    noise = expected + torch.randn(2, 5, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    assert "but wrong values. The largest difference" in _failure(noise, expected)  # no pattern: none claimed

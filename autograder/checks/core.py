@@ -182,8 +182,9 @@ def expect_close(
     if actual.is_floating_point() and expected.is_floating_point():
         error = (actual.double() - expected.double()).abs()  # in float64, whatever the learner's dtype
         index = tuple(int(i) for i in torch.unravel_index(error.argmax(), error.shape))
+        pattern = wrong_pattern(actual, expected, letters)
         raise CheckFailure(
-            f"{exercise}: {what} has the right shape {letters} but wrong values: the largest "
+            f"{exercise}: {what} has the right shape {letters} but wrong values{pattern}. The largest "
             f"difference is {float(error.max()):.3g}, at index {list(index)}, where the expected "
             f"value is {float(expected[index]):.6g} and yours is {float(actual[index]):.6g}."
         )
@@ -193,6 +194,50 @@ def expect_close(
         f"the first at index {wrong[0].tolist()}: expected {expected[tuple(wrong[0])].item()}, "
         f"got {actual[tuple(wrong[0])].item()}."
     )
+
+
+def _axis_names(letters: str, dims: int) -> list[str]:
+    """'[B, h, T_q, T_k]' -> ['B', 'h', 'T_q', 'T_k']; positions when the letters do not fit."""
+    names = [name.strip() for name in letters.strip("[]").split(",")]
+    return names if len(names) == dims else [f"axis {axis}" for axis in range(dims)]
+
+
+def _indices(flags: torch.Tensor) -> str:
+    found = flags.nonzero().flatten().tolist()
+    return ", ".join(map(str, found[:6])) + (", ..." if len(found) > 6 else "")
+
+
+def wrong_pattern(actual: torch.Tensor, expected: torch.Tensor, letters: str) -> str:
+    """Where and how a float output of the right shape is wrong, as a clause for a message
+    (', only at T = 1, 3 ...'), or '' when no simple pattern shows. In order: the right values
+    in the wrong places, one factor or one offset everywhere, wrong only at some indices of
+    an axis (the others are right)."""
+    a, e = actual.double(), expected.double()
+    close = torch.isclose(a, e, rtol=1e-4, atol=1e-5)
+    if a.numel() > 1 and torch.allclose(a.flatten().sort().values, e.flatten().sort().values):
+        return ": the right values, in the wrong places (an axis swapped, flipped or shuffled?)"
+    nonzero = e.abs() > 1e-6
+    if nonzero.any():
+        ratio = a[nonzero] / e[nonzero]
+        if torch.allclose(ratio, ratio[0].expand_as(ratio), rtol=1e-4) and torch.allclose(
+            a[~nonzero], e[~nonzero]
+        ):
+            return (
+                f": every entry is {float(ratio[0]):.4g} times the expected one (a scale missing or extra?)"
+            )
+    offset = a - e
+    if torch.allclose(offset, offset.flatten()[0].expand_as(offset), atol=1e-5):
+        return f": every entry is off by the same {float(offset.flatten()[0]):.4g}"
+    names = _axis_names(letters, a.dim())
+    for axis in range(a.dim() - 1, -1, -1):
+        others = [d for d in range(a.dim()) if d != axis]
+        bad = ~close.all(dim=others) if others else ~close
+        if a.size(axis) > 1 and bad.any() and not bad.all():
+            name = names[axis]
+            if int(bad.sum()) > int((~bad).sum()):
+                return f", everywhere but at {name} = {_indices(~bad)}, where they are right"
+            return f", only at {name} = {_indices(bad)} (at {name} = {_indices(~bad)} they are right)"
+    return ""
 
 
 def mistake_outputs(mistakes: Sequence[Mistake], *args: Any) -> list[tuple[Mistake, Any]]:

@@ -954,23 +954,6 @@ def _same_tokens(a, b) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b.to(a.device))
 
 
-def separates(model, src, src_mask, max_len, start, end) -> bool:
-    """True when these inputs tell every known mistake apart from greedy decoding: without
-    end_symbol for the mistakes that do not concern it, with ``end`` for those that do (and those
-    also from each other)."""
-    for end_symbol in (None, end):
-        args = (model, src, src_mask, max_len, start, end_symbol)
-        expected = step_by_step(*args)
-        seen = []
-        for mistake, output in greedy_mistake_outputs(*args):
-            if (mistake.name in END_MISTAKES) != (end_symbol is not None):
-                continue
-            if any(_same_tokens(output, other) for other in [expected, *seen]):
-                return False
-            seen.append(output)
-    return True
-
-
 END_MISTAKES = {
     "end_symbol ignored",
     "finished rows not padded",
@@ -978,21 +961,6 @@ END_MISTAKES = {
     "stops when any row ends",
     "last end_symbol dropped",
 }
-
-
-def choose_end_symbol(model, src, src_mask, max_len, start):
-    """An end symbol that rows reach at different steps, all before max_len, if there is one."""
-    free = step_by_step(model, src, src_mask, max_len, start)[:, 1:]  # [B, max_len - 1]
-    for token in range(free.max().item() + 1):
-        if token == start:
-            continue
-        hits = free == token
-        if bool(hits.any(1).all()):
-            first = hits.float().argmax(1)
-            if len(set(first.tolist())) > 1 and int(first.max()) < max_len - 2:
-                if separates(model, src, src_mask, max_len, start, token):
-                    return token
-    return None
 
 
 CHECKS = {
