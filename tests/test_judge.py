@@ -9,6 +9,7 @@ be more lenient (it cannot see an input changed in place): it is never stricter,
 honest learner never loses a point to it.
 """
 
+import re
 import socket
 import threading
 
@@ -20,18 +21,19 @@ from tests.alternatives import ALTERNATIVES
 from tests.test_mutations import CATALOGUE, CHECKS, HIDDEN, _buggy, _stub
 
 
-def _verdict(test, implementation, hidden: bool) -> str | None:
+def _verdict(test, implementation) -> str | None:
     try:
         test(implementation)
     except CheckFailure as failure:
-        # a hidden test draws new sizes on every run: only whether it failed can be compared
-        return "failed" if hidden else str(failure)
+        # the words, not the numbers or where the values are wrong: a mistake that drops out at
+        # random is wrong at other places in each run
+        words = re.sub(r"wrong values[^.]*\.", "wrong values.", str(failure))
+        return re.sub(r"-?\d+(\.\d+)?(e-?\d+)?", "#", words)
     return None
 
 
 def _verdicts(exercise: str, implementation) -> list[str | None]:
-    visible = [_verdict(check, implementation, hidden=False) for check in CHECKS[exercise]]
-    return visible + [_verdict(test, implementation, hidden=True) for test in HIDDEN[exercise]]
+    return [_verdict(test, implementation) for test in (*CHECKS[exercise], *HIDDEN[exercise])]
 
 
 def _judged(exercise: str, implementation) -> list[str | None]:
@@ -81,7 +83,8 @@ def _implementation(exercise: str, kind: str, which):
     CASES,
     ids=[f"{e}-{k}-{getattr(w, 'name', getattr(w, '__name__', ''))}" for e, k, w in CASES],
 )
-def test_the_judge_agrees_with_the_checks(exercise, kind, which):
+def test_the_judge_agrees_with_the_checks(exercise, kind, which, monkeypatch):
+    monkeypatch.setenv("COURSE_HIDDEN_SEED", "20261201")  # the hidden tests draw the same values twice
     implementation = _implementation(exercise, kind, which)
     in_place = kind == "mistake" and "in place" in which.name
     _same_or_lenient(_verdicts(exercise, implementation), _judged(exercise, implementation), in_place)

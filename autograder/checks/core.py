@@ -55,6 +55,14 @@ class Mistake:
         return f"{exercise}: your output matches a known mistake, {self.name}. {self.hint}"
 
 
+def named(mistakes: Sequence[Mistake], name: str) -> Mistake:
+    """The mistake called ``name``; a KeyError names it when the catalogue has none such."""
+    for mistake in mistakes:
+        if mistake.name == name:
+            return mistake
+    raise KeyError(f"no mistake called {name!r} in this catalogue")
+
+
 def passed(message: str) -> None:
     """Tell the learner what just passed, in one line."""
     print(f"✓ {message}")

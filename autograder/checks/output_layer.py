@@ -40,6 +40,7 @@ from autograder.checks.core import (
     expect_shape,
     expect_tensor,
     load_weights,
+    named,
     passed,
     unchanged,
 )
@@ -397,7 +398,7 @@ def check_transformer_shapes(cls) -> None:
         out = transformer_forward(module, src, tgt, src_mask, tgt_mask)
         if tuple(out.shape) == (B, T_TGT, TGT_VOCAB):
             raise CheckFailure(
-                TRANSFORMER_MISTAKES[-1].message(TRANSFORMER)  # generator applied in forward
+                named(TRANSFORMER_MISTAKES, "generator applied in forward").message(TRANSFORMER)
             )
         expect_shape(TRANSFORMER, "forward's output", out, STATES, (B, T_TGT, D_MODEL))
         expect_dtype(TRANSFORMER, "forward's output", out, DTYPE)
@@ -436,11 +437,12 @@ def check_transformer_consistency(cls) -> None:
     )
 
 
-def _named_or(module, args, hints: list[str], fallback: str) -> str:
-    """The message of the known mistake (among ``hints``) that forward matches, or ``fallback``."""
+def _named_or(module, args, names: list[str], fallback: str) -> str:
+    """The message of the known mistake (among ``names``) that forward matches, or ``fallback``."""
     out = transformer_forward(module, *args)
-    for mistake, output in _mistake_outputs(TRANSFORMER_MISTAKES, module, *args):
-        if mistake.hint in hints and isinstance(output, torch.Tensor) and output.shape == out.shape:
+    candidates = [named(TRANSFORMER_MISTAKES, name) for name in names]
+    for mistake, output in _mistake_outputs(candidates, module, *args):
+        if isinstance(output, torch.Tensor) and output.shape == out.shape:
             if torch.allclose(out, output.to(out), rtol=1e-7, atol=1e-9):
                 return mistake.message(TRANSFORMER)
     return f"{TRANSFORMER}: {fallback}"
@@ -468,7 +470,7 @@ def check_transformer_properties(cls) -> None:
             _named_or(
                 module,
                 (src, tgt, src_mask, causal),
-                [CAUSAL_HINT],
+                ["tgt_mask ignored"],
                 "changing the last target token changed the outputs at earlier positions. " + CAUSAL_HINT,
             )
         )
@@ -483,7 +485,7 @@ def check_transformer_properties(cls) -> None:
             _named_or(
                 module,
                 args,
-                [ENCODER_MASK_HINT, CROSS_MASK_HINT],
+                ["src_mask not given to the encoder", "src_mask not given to the decoder"],
                 "changing a padding token of the source (where src_mask is False) changed the output. "
                 "Pass src_mask to the encoder (self-attention) and to the decoder (cross-attention).",
             )
@@ -497,7 +499,7 @@ def check_transformer_properties(cls) -> None:
             _named_or(
                 module,
                 args,
-                [ZERO_MEMORY_HINT],
+                ["encoder output not passed to the decoder"],
                 f"changing a source token did not change the output. {ZERO_MEMORY_HINT}",
             )
         )
@@ -514,14 +516,17 @@ def check_transformer_properties(cls) -> None:
     rows = transformer_forward(module, src, repeated, src_mask, causal)
     rows_same = torch.allclose(rows, rows[:, :1].expand_as(rows), rtol=1e-7, atol=1e-9)
     if reversed_same or rows_same:
-        hint = (
-            NO_PE_HINT if reversed_same and rows_same else NO_SRC_PE_HINT if reversed_same else NO_TGT_PE_HINT
-        )
+        name = (
+            "no positional encoding" if reversed_same and rows_same else
+            "no positional encoding on the source" if reversed_same else
+            "no positional encoding on the target"
+        )  # fmt: skip
+        hint = named(TRANSFORMER_MISTAKES, name).hint
         what = (
             "reversing the source does not change the output" if reversed_same else
             "a target of one repeated token gives the same output at every position"
         )  # fmt: skip
-        raise CheckFailure(_named_or(module, args, [hint], f"{what}. {hint}"))
+        raise CheckFailure(_named_or(module, args, [name], f"{what}. {hint}"))
     passed(
         f"{TRANSFORMER}: later target tokens and source padding cannot move an output; the source and the "
         "positions do"
@@ -846,10 +851,6 @@ GREEDY_MISTAKES = [
 ]
 
 
-def _greedy_mistake(name: str) -> Mistake:
-    return next(mistake for mistake in GREEDY_MISTAKES if mistake.name == name)
-
-
 def greedy_case(seed: int, batch=GREEDY_B, t_src=GREEDY_T_SRC, src_vocab=GREEDY_SRC_VOCAB,
                 vocab=GREEDY_VOCAB, d_model=GREEDY_D, generator=None):  # fmt: skip
     """A stand-in model and a source batch [B, T_src] whose last row ends in padding (id 0)."""
@@ -889,7 +890,7 @@ def compare_greedy(fn, model, src, src_mask, max_len, start_symbol, end_symbol=N
     if message:
         raise CheckFailure(message)
     if out.is_floating_point():
-        raise CheckFailure(_greedy_mistake("float tokens").message(GREEDY))
+        raise CheckFailure(named(GREEDY_MISTAKES, "float tokens").message(GREEDY))
     expect_dtype(GREEDY, "the output", out, torch.long)
     expect_shape(GREEDY, "the output", out, TOKENS, expected.shape)
     expect_close(GREEDY, "the output", out, expected, TOKENS)
@@ -913,10 +914,10 @@ def check_greedy_shapes(fn) -> None:
     args = (model, src, src_mask, GREEDY_MAX_LEN, START)
     out = run_greedy(fn, *args)
     if out.is_floating_point():
-        raise CheckFailure(_greedy_mistake("float tokens").message(GREEDY))
+        raise CheckFailure(named(GREEDY_MISTAKES, "float tokens").message(GREEDY))
     expect_dtype(GREEDY, "the output", out, torch.long)
     if tuple(out.shape) == (GREEDY_B, GREEDY_MAX_LEN + 1):
-        raise CheckFailure(_greedy_mistake("one token too many").message(GREEDY))
+        raise CheckFailure(named(GREEDY_MISTAKES, "one token too many").message(GREEDY))
     expect_shape(
         GREEDY, "the output (no end_symbol: max_len tokens per row)", out, TOKENS, (GREEDY_B, GREEDY_MAX_LEN)
     )

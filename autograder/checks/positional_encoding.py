@@ -25,6 +25,7 @@ from autograder.checks.core import (
     expect_tensor,
     load_weights,
     mistake_outputs,
+    named,
     passed,
 )
 from autograder.checks.device import DEVICE, DTYPE, exact_matmul, random_tensor
@@ -364,7 +365,7 @@ def _forward(module, x: torch.Tensor, mistakes=FORWARD_MISTAKES) -> torch.Tensor
             ) from error
         raise
     if not torch.equal(before, x):
-        in_place = FORWARD_MISTAKES[-1]
+        in_place = named(FORWARD_MISTAKES, "x changed in place")
         raise CheckFailure(f"{MODULE} changed its input `x` in place. {in_place.hint}")
     return expect_tensor(MODULE, "the output", out).detach()
 
@@ -447,14 +448,15 @@ def expect_length_handling(module, d_model: int, max_len: int, batch: int, seed:
         out = call(MODULE, module, x)
     except CheckFailure as failure:
         if isinstance(failure.__cause__, ValueError):
+            hint = named(LENGTH_MISTAKES, "T == max_len rejected").hint
             raise CheckFailure(
-                f"{MODULE} raised ValueError for T = max_len = {max_len}. {LENGTH_MISTAKES[1].hint}"
+                f"{MODULE} raised ValueError for T = max_len = {max_len}. {hint}"
             ) from failure.__cause__
         raise
     out = expect_tensor(MODULE, "the output", out).detach()
     expect_close(MODULE, "the output for T = max_len", out, x + module.pe, X_LETTERS)
     longer = random_tensor(batch, max_len + 1, d_model, seed=seed + 1)
-    hint = LENGTH_MISTAKES[0].hint
+    hint = named(LENGTH_MISTAKES, "no check that T <= max_len").hint
     try:
         out = call(MODULE, module, longer)
     except CheckFailure as failure:
@@ -485,7 +487,8 @@ def expect_dropout(module, x: torch.Tensor, p: float, seed: int) -> None:
     out = _forward(module, x, [])
     if not torch.allclose(out, target):
         if _dropped_pattern(out, target):
-            raise CheckFailure(f"{MODULE}: in eval mode some outputs are zeroed. {DROPOUT_MISTAKES[2].hint}")
+            hint = named(DROPOUT_MISTAKES, "dropout also in eval mode").hint
+            raise CheckFailure(f"{MODULE}: in eval mode some outputs are zeroed. {hint}")
         expect_close(MODULE, f"the output in eval mode with dropout={p}", out, target, X_LETTERS)
     module.train()
     try:
@@ -497,10 +500,13 @@ def expect_dropout(module, x: torch.Tensor, p: float, seed: int) -> None:
     if _dropped_pattern(out, target, p):
         return
     if torch.allclose(out, target):
-        raise CheckFailure(f"{MODULE}: in training mode nothing is dropped out. {DROPOUT_MISTAKES[0].hint}")
+        raise CheckFailure(
+            f"{MODULE}: in training mode nothing is dropped out. {named(DROPOUT_MISTAKES, 'no dropout').hint}"
+        )
     pe = module.pe[: x.size(1)]
     if _dropped_pattern(out - pe, x, p):
-        raise CheckFailure(f"{MODULE}: in training mode the output is wrong. {DROPOUT_MISTAKES[1].hint}")
+        hint = named(DROPOUT_MISTAKES, "dropout before the addition").hint
+        raise CheckFailure(f"{MODULE}: in training mode the output is wrong. {hint}")
     raise CheckFailure(
         f"{MODULE}: in training mode with dropout={p}, every output entry must be 0 (dropped) or "
         f"(x + pe[:T]) / (1 - p) (kept and rescaled); yours are not. Apply nn.Dropout(dropout) "
