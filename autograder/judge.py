@@ -16,7 +16,6 @@ in the notebook stays failed. The judge is deliberately no stricter than the not
 it cannot see something (an input changed in place), the notebook's verdict stands.
 """
 
-import ast
 import builtins
 import contextlib
 import io
@@ -31,29 +30,12 @@ from jupyter_core.utils import run_sync
 from nbformat import NotebookNode
 
 from autograder import lessons
+from autograder.grading import grading_imports
 from autograder.remote import Channel, Endpoint, models_read_only
 
 JUDGE_METADATA = "course_judge"
 CONNECT_TIMEOUT_S = 20  # for the kernel to start serving; it is idle, so this is generous
 SERVE = "__import__('autograder.remote', fromlist=['serve']).serve({path!r}, globals())"
-
-
-def grading_imports(lesson: str) -> dict:
-    """The names a lesson's test cells use from the grading code (``checks``), bound here.
-
-    They come from the import statements of the lesson's locked cells in its source notebook
-    (the instructor's copy, never the submission), for modules of the ``autograder`` package.
-    """
-    namespace: dict = {"__builtins__": builtins}
-    nb = nbformat.read(lessons.source_path(lesson), as_version=4)
-    for cell in nb.cells:
-        if cell.cell_type != "code" or not cell.metadata.get("nbgrader", {}).get("locked"):
-            continue
-        for node in ast.parse(cell.source).body:
-            module = node.module if isinstance(node, ast.ImportFrom) else None
-            if module and module.split(".")[0] == "autograder":
-                exec(compile(ast.Module([node], []), lesson, "exec"), namespace)  # noqa: S102 - our own source
-    return namespace
 
 
 class _LearnerNames(dict):

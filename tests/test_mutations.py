@@ -1,11 +1,13 @@
 """Every check can fail: each catalogued mistake and the untouched stub are caught and named,
 and every alternative correct implementation is accepted (architecture, principle 5).
 
-For each exercise, the lesson's visible checks run in the order of its test cells. The
-first check that fails must carry the mistake's own hint. The hidden tests must reject
-every mistake and the stub too, and accept the reference and the alternatives.
+For each exercise, the visible part of each of its test cells runs, in notebook order (the
+cells themselves, read by autograder/grading.py: what nbgrader grades). The first that fails
+must carry the mistake's own hint. The hidden parts must reject every mistake and the stub
+too, and accept the reference and the alternatives.
 """
 
+import functools
 import importlib
 import pkgutil
 
@@ -13,9 +15,10 @@ import pytest
 import torch
 
 import autograder.checks
-import autograder.hidden
 import solutions
+from autograder import grading
 from autograder.checks import CheckFailure, Mistake
+from autograder.lessons import written_lessons
 from tests.alternatives import ALTERNATIVES
 
 
@@ -27,9 +30,21 @@ def _collect(package, name: str) -> dict:
     return merged
 
 
-CHECKS = _collect(autograder.checks, "CHECKS")
+def _parts(part: str) -> dict[str, list]:
+    """exercise -> one callable per test cell that has this part ("visible" or "hidden"), in
+    notebook order: the lessons' own test cells (autograder/grading.py), as nbgrader runs them."""
+    parts: dict[str, list] = {}
+    for lesson in written_lessons():
+        for test in grading.table(lesson):
+            code = getattr(test, part)
+            if code:
+                parts.setdefault(test.exercise, []).append(functools.partial(grading.run, test, code))
+    return parts
+
+
+CHECKS = _parts("visible")
+HIDDEN = _parts("hidden")
 CATALOGUE = _collect(autograder.checks, "CATALOGUE")
-HIDDEN = _collect(autograder.hidden, "HIDDEN")
 
 
 def _buggy(exercise: str, mistake: Mistake):

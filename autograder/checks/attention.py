@@ -207,12 +207,4 @@ def check_attention_fully_masked(fn) -> None:
     passed(f"{EXERCISE} gives zeros, not NaN, for a query whose keys are all masked")
 
 
-CHECKS = {
-    EXERCISE: [
-        check_attention_shapes,
-        check_attention_values,
-        check_attention_mask,
-        check_attention_fully_masked,
-    ]
-}
 CATALOGUE = {EXERCISE: MISTAKES}

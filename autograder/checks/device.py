@@ -42,9 +42,3 @@ def random_tensor(*shape: int, seed: int, scale: float = 1.0) -> torch.Tensor:
     """Standard normal float64 values on DEVICE, the same on every device for a given seed."""
     generator = torch.Generator().manual_seed(seed)
     return (torch.randn(*shape, generator=generator, dtype=DTYPE) * scale).to(DEVICE)
-
-
-def random_tokens(*shape: int, vocab_size: int, seed: int, low: int = 0) -> torch.Tensor:
-    """Long token ids in [low, vocab_size) on DEVICE."""
-    generator = torch.Generator().manual_seed(seed)
-    return torch.randint(low, vocab_size, shape, generator=generator).to(DEVICE)

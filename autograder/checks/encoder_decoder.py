@@ -807,22 +807,6 @@ def check_decoder_values(cls) -> None:
     passed("Decoder equals torch's nn.TransformerDecoder with a final LayerNorm, Post-LN and Pre-LN")
 
 
-CHECKS = {
-    "EncoderLayer": [
-        check_encoder_layer_shapes,
-        check_encoder_layer_post_ln,
-        check_encoder_layer_pre_ln,
-        check_encoder_layer_mask,
-    ],
-    "DecoderLayer": [
-        check_decoder_layer_shapes,
-        check_decoder_layer_post_ln,
-        check_decoder_layer_pre_ln,
-        check_decoder_layer_masks,
-    ],
-    "Encoder": [check_encoder_structure, check_encoder_values],
-    "Decoder": [check_decoder_structure, check_decoder_values],
-}
 CATALOGUE = {
     "EncoderLayer": ENCODER_LAYER_MISTAKES,
     "DecoderLayer": DECODER_LAYER_MISTAKES,

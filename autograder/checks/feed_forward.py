@@ -242,12 +242,4 @@ def check_feed_forward_bad_activation(cls) -> None:
     passed(f"{EXERCISE}(..., activation='swish') raises ValueError")
 
 
-CHECKS = {
-    EXERCISE: [
-        check_feed_forward_shapes,
-        check_feed_forward_relu,
-        check_feed_forward_gelu,
-        check_feed_forward_bad_activation,
-    ]
-}
 CATALOGUE = {EXERCISE: MISTAKES}

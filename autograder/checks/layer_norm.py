@@ -268,12 +268,4 @@ def check_layer_norm_large_mean(cls) -> None:
     passed(f"{EXERCISE} stays exact for inputs with a large mean (~1e5) and a small spread (< 1)")
 
 
-CHECKS = {
-    EXERCISE: [
-        check_layer_norm_parameters,
-        check_layer_norm_matches_torch,
-        check_layer_norm_statistics,
-        check_layer_norm_large_mean,
-    ]
-}
 CATALOGUE = {EXERCISE: MISTAKES}

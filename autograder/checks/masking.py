@@ -369,9 +369,4 @@ def check_decoder_mask_values(fn) -> None:
     passed(f"{DECODER} blocks both the future and the padding, for pad_id = 0 and pad_id = 2")
 
 
-CHECKS = {
-    CAUSAL: [check_causal_mask_shape, check_causal_mask_values],
-    PADDING: [check_padding_mask_shape, check_padding_mask_values],
-    DECODER: [check_decoder_mask_shape, check_decoder_mask_values],
-}
 CATALOGUE = {CAUSAL: CAUSAL_MISTAKES, PADDING: PADDING_MISTAKES, DECODER: DECODER_MISTAKES}

@@ -529,9 +529,4 @@ def check_mha_attn(cls) -> None:
     )
 
 
-CHECKS = {
-    SPLIT_HEADS: [check_split_heads, check_split_heads_blocks],
-    MERGE_HEADS: [check_merge_heads, check_merge_heads_round_trip],
-    MHA: [check_mha_init, check_mha_cross_attention, check_mha_mask, check_mha_attn],
-}
 CATALOGUE = {SPLIT_HEADS: SPLIT_MISTAKES, MERGE_HEADS: MERGE_MISTAKES, MHA: MHA_MISTAKES}

@@ -962,16 +962,4 @@ END_MISTAKES = {
     "stops when any row ends",
     "last end_symbol dropped",
 }
-
-
-CHECKS = {
-    GENERATOR: [check_generator_shapes, check_generator_values, check_generator_large_logits],
-    TRANSFORMER: [
-        check_transformer_shapes,
-        check_transformer_consistency,
-        check_transformer_properties,
-        check_transformer_values,
-    ],
-    GREEDY: [check_greedy_shapes, check_greedy_values, check_greedy_end_symbol],
-}
 CATALOGUE = {GENERATOR: GENERATOR_MISTAKES, TRANSFORMER: TRANSFORMER_MISTAKES, GREEDY: GREEDY_MISTAKES}

@@ -536,13 +536,4 @@ def check_positional_encoding_dropout(cls) -> None:
     passed(f"{MODULE} applies dropout to x + pe[:T] in training mode only")
 
 
-CHECKS = {
-    TABLE: [check_sinusoidal_shape, check_sinusoidal_values, check_sinusoidal_odd],
-    MODULE: [
-        check_positional_encoding_buffer,
-        check_positional_encoding_values,
-        check_positional_encoding_too_long,
-        check_positional_encoding_dropout,
-    ],
-}
 CATALOGUE = {TABLE: TABLE_MISTAKES, MODULE: MODULE_MISTAKES}

@@ -21,11 +21,3 @@ def hidden_scaled_dot_product_attention(fresh: Fresh, fn, masked: bool, trials: 
             mask[..., 0] = True  # most queries see some key ...
             mask[..., -1, :] = False  # ... the last sees none
             attention.compare(fn, q, k, v, mask, expected=reference(q, k, v, mask))
-
-
-HIDDEN = {
-    "scaled_dot_product_attention": [
-        lambda fn: hidden_scaled_dot_product_attention(fn, masked=False),
-        lambda fn: hidden_scaled_dot_product_attention(fn, masked=True),
-    ]
-}

@@ -25,6 +25,3 @@ def hidden_embedding(fresh: Fresh, cls, trials: int = 3) -> None:
         with torch.no_grad():
             expected = reference(tokens)
         embedding.compare(module, tokens, expected)
-
-
-HIDDEN = {"Embedding": [hidden_embedding]}

@@ -100,21 +100,3 @@ def hidden_decoder(fresh: Fresh, cls, trials: int = 2) -> None:
         with torch.no_grad():
             expected = reference(x, memory, src_mask, tgt_mask)
         checks.compare_decoder(learner, x, memory, src_mask, tgt_mask, expected)
-
-
-HIDDEN = {
-    "EncoderLayer": [
-        lambda cls: hidden_encoder_layer(cls, norm_first=False, masked=False),
-        lambda cls: hidden_encoder_layer(cls, norm_first=True, masked=False),
-        lambda cls: hidden_encoder_layer(cls, norm_first=False, masked=True),
-        lambda cls: hidden_encoder_layer(cls, norm_first=True, masked=True),
-    ],
-    "DecoderLayer": [
-        lambda cls: hidden_decoder_layer(cls, norm_first=False, masked=False),
-        lambda cls: hidden_decoder_layer(cls, norm_first=True, masked=False),
-        lambda cls: hidden_decoder_layer(cls, norm_first=False, masked=True),
-        lambda cls: hidden_decoder_layer(cls, norm_first=True, masked=True),
-    ],
-    "Encoder": [hidden_encoder],
-    "Decoder": [hidden_decoder],
-}

@@ -38,12 +38,3 @@ def hidden_bad_activation(cls) -> None:
     with torch.random.fork_rng(devices=[]):  # leave the notebook's random state alone
         for name in ("tanh", "sigmoid", "swish", "elu", "leaky_relu"):
             checks.expect_value_error(cls, name)
-
-
-HIDDEN = {
-    "PositionwiseFeedForward": [
-        lambda cls: hidden_feed_forward(cls, "relu"),
-        lambda cls: hidden_feed_forward(cls, "gelu"),
-        hidden_bad_activation,
-    ]
-}

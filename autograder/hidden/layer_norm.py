@@ -37,11 +37,3 @@ def hidden_layer_norm(fresh: Fresh, cls, shifted: bool, trials: int = 3) -> None
         with torch.no_grad():
             expected = reference(x)
         checks.compare(learner, x, expected, eps, what=f"the output (eps={eps:g})")
-
-
-HIDDEN = {
-    "LayerNorm": [
-        lambda cls: hidden_layer_norm(cls, shifted=False),
-        lambda cls: hidden_layer_norm(cls, shifted=True),
-    ]
-}

@@ -45,10 +45,3 @@ def hidden_decoder_mask(fresh: Fresh, fn) -> None:
     for pad_id in _pad_ids(fresh):
         tokens = _padded_batch(fresh, pad_id)
         masking.compare_decoder(fn, tokens, pad_id, expected=decoder_mask(tokens, pad_id))
-
-
-HIDDEN = {
-    "causal_mask": [hidden_causal_mask],
-    "padding_mask": [hidden_padding_mask],
-    "decoder_mask": [hidden_decoder_mask],
-}

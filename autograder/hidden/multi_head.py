@@ -78,13 +78,3 @@ def hidden_multi_head_attention(fresh: Fresh, cls, masked: bool, trials: int = 2
                 with torch.no_grad():
                     expected = reference(q, k, v, mask)
                 multi_head.compare_mha(module, h, q, k, v, mask, expected, reference.attn)
-
-
-HIDDEN = {
-    "split_heads": [hidden_split_heads],
-    "merge_heads": [hidden_merge_heads],
-    "MultiHeadAttention": [
-        lambda cls: hidden_multi_head_attention(cls, masked=False),
-        lambda cls: hidden_multi_head_attention(cls, masked=True),
-    ],
-}

@@ -100,13 +100,3 @@ def hidden_greedy_decode(fresh: Fresh, fn, with_end: bool) -> None:
     for model, src, src_mask, max_len, end in cases:
         expected = reference_greedy_decode(model, src, src_mask, max_len, checks.START, end)
         checks.compare_greedy(fn, model, src, src_mask, max_len, checks.START, end, expected=expected)
-
-
-HIDDEN = {
-    "Generator": [hidden_generator],
-    "Transformer": [hidden_transformer],
-    "greedy_decode": [
-        lambda fn: hidden_greedy_decode(fn, with_end=False),
-        lambda fn: hidden_greedy_decode(fn, with_end=True),
-    ],
-}

@@ -66,9 +66,3 @@ def hidden_positional_encoding_length_and_dropout(fresh: Fresh, cls, trials: int
         checks.expect_length_handling(module, d_model, max_len, batch, seed=fresh.size(0, 10**6))
         x = fresh.tensor(batch, fresh.size(8, max_len), d_model)
         checks.expect_dropout(module, x, p, seed=fresh.size(0, 10**6))
-
-
-HIDDEN = {
-    "sinusoidal_encoding": [hidden_sinusoidal_encoding],
-    "PositionalEncoding": [hidden_positional_encoding, hidden_positional_encoding_length_and_dropout],
-}

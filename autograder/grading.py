@@ -1,0 +1,91 @@
+"""Each lesson's grading table, read from its source notebook: the test cells are its one source.
+
+A lesson's test cells (solutions/lesson_scripts/NN_*.py, built into solutions/lessons/) say
+everything about grading: which exercise each cell tests (its grade_id is
+``test_<exercise>_...``), how many points it gives, the visible check it runs, and the hidden
+tests between ``### BEGIN HIDDEN TESTS`` and ``### END HIDDEN TESTS``. nbgrader grades those
+cells; the judge (autograder/judge.py) runs them again; the mutation tests run their visible and
+hidden parts on every catalogued mistake. So no second list of checks can drift from them.
+"""
+
+import ast
+import builtins
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import nbformat
+
+from autograder import lessons
+
+HIDDEN_BLOCK = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS\n?", re.S)
+
+
+@dataclass(frozen=True)
+class GradedTest:
+    """One test cell: its lesson, grade_id, exercise and points; its visible code (the cell
+    without its hidden block) and its hidden code ('' when it has none)."""
+
+    lesson: str
+    grade_id: str
+    exercise: str
+    points: float
+    visible: str
+    hidden: str
+
+
+def exercise_of(lesson: str, grade_id: str) -> str:
+    """'test_split_heads_blocks' -> 'split_heads': the longest exercise the grade_id starts with."""
+    matches = [e for e in lessons.EXERCISES[lesson] if grade_id.startswith(f"test_{e}")]
+    if not matches:
+        raise ValueError(f"{lesson}: test cell {grade_id} names no exercise of {lessons.EXERCISES[lesson]}")
+    return max(matches, key=len)
+
+
+@functools.cache
+def table(lesson: str) -> tuple[GradedTest, ...]:
+    """The lesson's test cells, in notebook order."""
+    nb = nbformat.read(lessons.source_path(lesson), as_version=4)
+    rows = []
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
+            continue
+        hidden = "".join(HIDDEN_BLOCK.findall(cell.source)).strip()
+        visible = HIDDEN_BLOCK.sub("", cell.source).strip()
+        exercise = exercise_of(lesson, meta["grade_id"])
+        rows.append(GradedTest(lesson, meta["grade_id"], exercise, float(meta["points"]), visible, hidden))
+    return tuple(rows)
+
+
+def tests_of(exercise: str) -> tuple[GradedTest, ...]:
+    """The test cells of one exercise, in notebook order."""
+    lesson = next(lesson for lesson, names in lessons.EXERCISES.items() if exercise in names)
+    return tuple(row for row in table(lesson) if row.exercise == exercise)
+
+
+@functools.cache
+def grading_imports(lesson: str) -> dict:
+    """The names a lesson's test cells use from the grading code (``checks``), bound here.
+
+    They come from the import statements of the lesson's locked cells in its source notebook
+    (the instructor's copy, never a submission), for modules of the ``autograder`` package.
+    """
+    namespace: dict = {"__builtins__": builtins}
+    nb = nbformat.read(lessons.source_path(lesson), as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type != "code" or not cell.metadata.get("nbgrader", {}).get("locked"):
+            continue
+        for node in ast.parse(cell.source).body:
+            module = node.module if isinstance(node, ast.ImportFrom) else None
+            if module and module.split(".")[0] == "autograder":
+                exec(compile(ast.Module([node], []), lesson, "exec"), namespace)  # noqa: S102 - our own source
+    return namespace
+
+
+def run(test: GradedTest, code: str, implementation: Any) -> None:
+    """Run part of a test cell (its ``visible`` or ``hidden`` code) with the exercise's name
+    bound to ``implementation``, as nbgrader runs the cell in a learner's notebook."""
+    namespace = {**grading_imports(test.lesson), test.exercise: implementation}
+    exec(compile(code, f"<{test.grade_id}>", "exec"), namespace)  # noqa: S102 - our own source
