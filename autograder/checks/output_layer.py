@@ -89,7 +89,7 @@ GENERATOR_MISTAKES = [
 ]
 
 
-def _generator_module(cls, d_model: int, vocab_size: int):
+def generator_module(cls, d_model: int, vocab_size: int):
     """The learner's Generator, with ``proj`` an nn.Linear(d_model, vocab_size) with a bias."""
     module = build(GENERATOR, cls, d_model, vocab_size)
     proj = getattr(module, "proj", None)
@@ -147,7 +147,7 @@ def _linear_oracle(d_model: int, vocab_size: int, seed: int, scale: float = 1.0)
 
 def _generator_with(cls, oracle: nn.Linear):
     """The learner's Generator with the oracle's weights in ``proj``."""
-    module = _generator_module(cls, oracle.in_features, oracle.out_features)
+    module = generator_module(cls, oracle.in_features, oracle.out_features)
     state = {"proj.weight": oracle.weight.detach().clone(), "proj.bias": oracle.bias.detach().clone()}
     load_weights(GENERATOR, module, state, names="proj, an nn.Linear")
     return module
@@ -352,14 +352,14 @@ def transformer_inputs(batch, t_src, t_tgt, src_vocab, tgt_vocab, generator: tor
     return src, tgt, src_mask, tgt_mask
 
 
-def _call_model(what: str, fn, *args) -> torch.Tensor:
+def call_model(what: str, fn, *args) -> torch.Tensor:
     out = call(TRANSFORMER, fn, *args)
     return expect_tensor(TRANSFORMER, what, out).detach()
 
 
 def transformer_forward(module, src, tgt, src_mask, tgt_mask) -> torch.Tensor:
     with unchanged(TRANSFORMER, src=src, tgt=tgt, src_mask=src_mask, tgt_mask=tgt_mask), torch.no_grad():
-        return _call_model("forward's output", module, src, tgt, src_mask, tgt_mask)
+        return call_model("forward's output", module, src, tgt, src_mask, tgt_mask)
 
 
 def compare_transformer(module, src, tgt, src_mask, tgt_mask, expected, what="forward's output") -> None:
@@ -391,9 +391,9 @@ def check_transformer_shapes(cls) -> None:
         B, T_SRC, T_TGT, SRC_VOCAB, TGT_VOCAB, torch.Generator().manual_seed(0)
     )
     with torch.no_grad():
-        memory = _call_model("encode's output", module.encode, src, src_mask)
+        memory = call_model("encode's output", module.encode, src, src_mask)
         expect_shape(TRANSFORMER, "encode's output (the memory)", memory, MEMORY, (B, T_SRC, D_MODEL))
-        states = _call_model("decode's output", module.decode, memory, src_mask, tgt, tgt_mask)
+        states = call_model("decode's output", module.decode, memory, src_mask, tgt, tgt_mask)
         expect_shape(TRANSFORMER, "decode's output", states, STATES, (B, T_TGT, D_MODEL))
         out = transformer_forward(module, src, tgt, src_mask, tgt_mask)
         if tuple(out.shape) == (B, T_TGT, TGT_VOCAB):
@@ -403,7 +403,7 @@ def check_transformer_shapes(cls) -> None:
         expect_shape(TRANSFORMER, "forward's output", out, STATES, (B, T_TGT, D_MODEL))
         expect_dtype(TRANSFORMER, "forward's output", out, DTYPE)
         expect_device(TRANSFORMER, "forward's output", out, src.device)
-        log_probs = _call_model("generator's output", module.generator, out)
+        log_probs = call_model("generator's output", module.generator, out)
         expect_shape(TRANSFORMER, "generator(forward(...))", log_probs, TGT_LOG_PROBS, (B, T_TGT, TGT_VOCAB))
     parts = expected_parameter_count(SRC_VOCAB, TGT_VOCAB, D_MODEL, N_HEADS, D_FF, N_LAYERS)
     count = sum(p.numel() for p in module.parameters())
@@ -427,8 +427,8 @@ def check_transformer_consistency(cls) -> None:
         B, T_SRC, T_TGT, SRC_VOCAB, TGT_VOCAB, torch.Generator().manual_seed(1)
     )
     with torch.no_grad():
-        memory = _call_model("encode's output", module.encode, src, src_mask)
-        expected = _call_model("decode's output", module.decode, memory, src_mask, tgt, tgt_mask)
+        memory = call_model("encode's output", module.encode, src, src_mask)
+        expected = call_model("decode's output", module.decode, memory, src_mask, tgt, tgt_mask)
     compare_transformer(
         module, src, tgt, src_mask, tgt_mask, expected, "forward's output (against decode(encode(...)))"
     )
@@ -582,7 +582,7 @@ def check_transformer_values(cls) -> None:
         )
     compare_transformer(module, src, tgt, src_mask, tgt_mask, expected)
     with torch.no_grad():
-        mine = _call_model("encode's output", module.encode, src, src_mask)
+        mine = call_model("encode's output", module.encode, src, src_mask)
     expect_close(TRANSFORMER, "encode's output (the memory)", mine, memory, MEMORY)
     passed(
         f"{TRANSFORMER} equals torch's nn.TransformerEncoder/Decoder between nn.Embedding * sqrt(D) + the "

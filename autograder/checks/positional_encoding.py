@@ -377,7 +377,7 @@ def compare_module(module, x: torch.Tensor, expected: torch.Tensor) -> None:
     expect_close(MODULE, "the output", out, expected, X_LETTERS, wrong)
 
 
-def _table_of(module) -> torch.Tensor:
+def table_of(module) -> torch.Tensor:
     """The module's buffer `pe`: a registered, persistent buffer, not a parameter."""
     parameters = dict(module.named_parameters())
     if "pe" in parameters:
@@ -407,7 +407,7 @@ def _table_of(module) -> torch.Tensor:
 def _module_with_table(cls, d_model: int, max_len: int, dropout: float = 0.0):
     """The learner's module (float64, DEVICE, eval) with the formula's table loaded into pe."""
     module = build(MODULE, cls, d_model, max_len=max_len, dropout=dropout)
-    _table_of(module)
+    table_of(module)
     load_weights(MODULE, module, {"pe": formula(max_len, d_model)})
     return module
 
@@ -415,7 +415,7 @@ def _module_with_table(cls, d_model: int, max_len: int, dropout: float = 0.0):
 def check_positional_encoding_buffer(cls) -> None:
     """pe is a buffer [max_len, D] holding the sinusoidal table, and moves with .to()."""
     module = call(MODULE, cls, D, max_len=M)
-    table = _table_of(module)
+    table = table_of(module)
     expect_tensor(MODULE, "pe", table)
     expect_shape(MODULE, "the buffer pe", table, PE_LETTERS, (M, D))
     expected = formula(M, D)

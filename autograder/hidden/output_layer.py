@@ -28,7 +28,7 @@ def hidden_generator(fresh: Fresh, cls, trials: int = 3) -> None:
         if trial == trials - 1:
             with torch.no_grad():
                 reference.proj.weight.mul_(1000.0)
-        module = checks._generator_module(cls, d_model, vocab_size)
+        module = checks.generator_module(cls, d_model, vocab_size)
         load_weights(checks.GENERATOR, module, reference.state_dict(), names="proj, an nn.Linear")
         x = fresh.tensor(batch, length + batch, d_model)  # T != B
         with torch.no_grad():
@@ -66,9 +66,9 @@ def hidden_transformer(fresh: Fresh, cls, trials: int = 2) -> None:
             expected = reference.decode(memory, src_mask, tgt, tgt_mask)
         checks.compare_transformer(module, src, tgt, src_mask, tgt_mask, expected)
         with torch.no_grad():
-            mine = checks._call_model("encode's output", module.encode, src, src_mask)
+            mine = checks.call_model("encode's output", module.encode, src, src_mask)
             checks.expect_close(checks.TRANSFORMER, "encode's output", mine, memory, checks.MEMORY)
-            mine = checks._call_model("decode's output", module.decode, memory, src_mask, tgt, tgt_mask)
+            mine = checks.call_model("decode's output", module.decode, memory, src_mask, tgt, tgt_mask)
             checks.expect_close(checks.TRANSFORMER, "decode's output", mine, expected, checks.STATES)
 
 

@@ -29,7 +29,7 @@ def _modules(cls, max_len: int, d_model: int, dropout: float = 0.0):
     compared with the reference's, then the reference's state is loaded into it (strict)."""
     module = build(checks.MODULE, cls, d_model, max_len=max_len, dropout=dropout)
     reference = Reference(d_model, max_len=max_len, dropout=dropout).to(device=DEVICE, dtype=DTYPE).eval()
-    table = checks._table_of(module)
+    table = checks.table_of(module)
     checks.expect_shape(checks.MODULE, "the buffer pe", table, checks.PE_LETTERS, (max_len, d_model))
     checks.expect_close(
         checks.MODULE, "the buffer pe", table.detach().float(), reference.pe.float(), checks.PE_LETTERS
