@@ -115,7 +115,8 @@ def shape_text(letters: str, shape: Sequence[int]) -> str:
     return f"{letters} = {list(shape)}"
 
 
-def _same(actual: torch.Tensor, expected: torch.Tensor) -> bool:
+def same(actual: torch.Tensor, expected: torch.Tensor) -> bool:
+    """Same shape and values within the tolerance of the least precise dtype (``tolerance``)."""
     if actual.shape != expected.shape:
         return False
     actual, expected = actual.detach(), expected.detach().to(actual.device)
@@ -127,7 +128,7 @@ def _same(actual: torch.Tensor, expected: torch.Tensor) -> bool:
 
 def _matching_mistake(actual: torch.Tensor, mistakes: Sequence[tuple[Mistake, Any]]) -> Mistake | None:
     for mistake, output in mistakes:
-        if isinstance(output, torch.Tensor) and _same(actual, output):
+        if isinstance(output, torch.Tensor) and same(actual, output):
             return mistake
     return None
 
@@ -173,7 +174,7 @@ def expect_close(
     useful thing to say), then NaN, then the shape, then the size of the error.
     """
     actual = expect_tensor(exercise, what, actual)
-    if _same(actual, expected):
+    if same(actual, expected):
         return
     mistake = _matching_mistake(actual, mistakes)
     if mistake is not None:
@@ -221,6 +222,7 @@ def wrong_pattern(actual: torch.Tensor, expected: torch.Tensor, letters: str) ->
     in the wrong places, one factor or one offset everywhere, wrong only at some indices of
     an axis (the others are right)."""
     a, e = actual.double(), expected.double()
+    # loose on purpose: this describes a failure that ``same`` has already found
     close = torch.isclose(a, e, rtol=1e-4, atol=1e-5)
     if a.numel() > 1 and torch.allclose(a.flatten().sort().values, e.flatten().sort().values):
         return ": the right values, in the wrong places (an axis swapped, flipped or shuffled?)"

@@ -42,6 +42,7 @@ from autograder.checks.core import (
     load_weights,
     named,
     passed,
+    same,
     unchanged,
 )
 from autograder.checks.device import DEVICE, DTYPE, exact_matmul, random_tensor
@@ -443,7 +444,7 @@ def _named_or(module, args, names: list[str], fallback: str) -> str:
     candidates = [named(TRANSFORMER_MISTAKES, name) for name in names]
     for mistake, output in _mistake_outputs(candidates, module, *args):
         if isinstance(output, torch.Tensor) and output.shape == out.shape:
-            if torch.allclose(out, output.to(out), rtol=1e-7, atol=1e-9):
+            if same(out, output):
                 return mistake.message(TRANSFORMER)
     return f"{TRANSFORMER}: {fallback}"
 
@@ -465,7 +466,7 @@ def check_transformer_properties(cls) -> None:
     changed[:, -1] = tgt[:, -1] % (TGT_VOCAB - 1) + 1  # another non-padding id
     before = transformer_forward(module, src, tgt, src_mask, causal)
     after = transformer_forward(module, src, changed, src_mask, causal)
-    if not torch.allclose(before[:, :-1], after[:, :-1], rtol=1e-7, atol=1e-9):
+    if not same(before[:, :-1], after[:, :-1]):
         raise CheckFailure(
             _named_or(
                 module,
@@ -478,9 +479,7 @@ def check_transformer_properties(cls) -> None:
     # 2. a padded source token changes (the mask stays): nothing may move
     padded = src.clone()
     padded[~src_mask[:, 0, 0, :]] = SRC_VOCAB - 1
-    if not torch.allclose(
-        out, transformer_forward(module, padded, tgt, src_mask, tgt_mask), rtol=1e-7, atol=1e-9
-    ):
+    if not same(out, transformer_forward(module, padded, tgt, src_mask, tgt_mask)):
         raise CheckFailure(
             _named_or(
                 module,
@@ -494,7 +493,7 @@ def check_transformer_properties(cls) -> None:
     # 3. a real source token changes: the output must move
     real = src.clone()
     real[:, 0] = src[:, 0] % (SRC_VOCAB - 2) + 1
-    if torch.allclose(out, transformer_forward(module, real, tgt, src_mask, tgt_mask), rtol=1e-7, atol=1e-9):
+    if same(out, transformer_forward(module, real, tgt, src_mask, tgt_mask)):
         raise CheckFailure(
             _named_or(
                 module,
@@ -506,15 +505,13 @@ def check_transformer_properties(cls) -> None:
 
     # 4. positions: reversing the (unpadded) source, or a target of one repeated token
     full = torch.ones_like(src_mask)
-    reversed_same = torch.allclose(
+    reversed_same = same(
         transformer_forward(module, src, tgt, full, tgt_mask),
         transformer_forward(module, src.flip(1), tgt, full, tgt_mask),
-        rtol=1e-7,
-        atol=1e-9,
     )
     repeated = torch.full_like(tgt, 3)
     rows = transformer_forward(module, src, repeated, src_mask, causal)
-    rows_same = torch.allclose(rows, rows[:, :1].expand_as(rows), rtol=1e-7, atol=1e-9)
+    rows_same = same(rows, rows[:, :1].expand_as(rows))
     if reversed_same or rows_same:
         name = (
             "no positional encoding" if reversed_same and rows_same else
