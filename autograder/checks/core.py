@@ -251,9 +251,16 @@ def wrong_pattern(actual: torch.Tensor, expected: torch.Tensor, letters: str) ->
 
 
 def mistake_outputs(mistakes: Sequence[Mistake], *args: Any) -> list[tuple[Mistake, Any]]:
-    """Each known mistake with what it would return on these arguments."""
+    """Each known mistake with what it would return on these arguments, or the exception it
+    raises: one that crashes here matches no output, and a check may still name it by its error."""
+    outputs: list[tuple[Mistake, Any]] = []
     with torch.no_grad(), exact_matmul():
-        return [(mistake, mistake.compute(*args)) for mistake in mistakes]
+        for mistake in mistakes:
+            try:
+                outputs.append((mistake, mistake.compute(*args)))
+            except Exception as error:  # noqa: BLE001 - the mistake's own crash, kept as its outcome
+                outputs.append((mistake, error))
+    return outputs
 
 
 def build(exercise: str, cls: type, *args: Any, **kwargs: Any) -> Any:

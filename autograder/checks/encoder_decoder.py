@@ -34,6 +34,7 @@ from autograder.checks.core import (
     expect_shape,
     expect_tensor,
     load_weights,
+    mistake_outputs,
     passed,
     unchanged,
 )
@@ -465,18 +466,6 @@ class _AsBuilt:
         return getattr(self._layer, name)
 
 
-def _mistake_outputs(mistakes: list[Mistake], *args: Any) -> list[tuple[Mistake, Any]]:
-    """Each mistake's output on these arguments; None where that mistake would crash."""
-    outputs = []
-    with torch.no_grad(), exact_matmul():
-        for mistake in mistakes:
-            try:
-                outputs.append((mistake, mistake.compute(*args)))
-            except Exception:
-                outputs.append((mistake, None))
-    return outputs
-
-
 def _output(exercise: str, module: nn.Module, *args: torch.Tensor | None) -> torch.Tensor:
     """Call the learner's module, check that it left its inputs alone and returned a tensor."""
     names = ("x", "src_mask") if exercise.startswith("Encoder") else ("x", "memory", "src_mask", "tgt_mask")
@@ -504,7 +493,7 @@ def _run_decoder(exercise, module, target, mistakes, x, memory, src_mask=None, t
                 out = module(x2, memory, src_mask, tgt2)
         except Exception:
             raise failure from crash
-        for mistake, wrong in _mistake_outputs(mistakes, target, x2, memory, src_mask, tgt2):
+        for mistake, wrong in mistake_outputs(mistakes, target, x2, memory, src_mask, tgt2):
             if isinstance(wrong, torch.Tensor) and wrong.shape == out.shape and torch.allclose(out, wrong):
                 raise CheckFailure(
                     f"{exercise} raised {type(crash).__name__} for T_tgt={x.size(1)} != "
@@ -518,7 +507,7 @@ def _run_decoder(exercise, module, target, mistakes, x, memory, src_mask=None, t
 def compare_encoder_layer(layer, norm_first: bool, x, src_mask, expected) -> None:
     """The learner's EncoderLayer (weights loaded) against ``expected``, naming a known mistake."""
     out = _output("EncoderLayer", layer, x, src_mask)
-    wrong = _mistake_outputs(ENCODER_LAYER_MISTAKES, _AsBuilt(layer, norm_first), x, src_mask)
+    wrong = mistake_outputs(ENCODER_LAYER_MISTAKES, _AsBuilt(layer, norm_first), x, src_mask)
     expect_close("EncoderLayer", "the output", out, expected, ENC_OUT, wrong)
 
 
@@ -526,7 +515,7 @@ def compare_decoder_layer(layer, norm_first: bool, x, memory, src_mask, tgt_mask
     """The learner's DecoderLayer (weights loaded) against ``expected``, naming a known mistake."""
     target = _AsBuilt(layer, norm_first)
     out = _run_decoder("DecoderLayer", layer, target, DECODER_LAYER_MISTAKES, x, memory, src_mask, tgt_mask)
-    wrong = _mistake_outputs(DECODER_LAYER_MISTAKES, target, x, memory, src_mask, tgt_mask)
+    wrong = mistake_outputs(DECODER_LAYER_MISTAKES, target, x, memory, src_mask, tgt_mask)
     expect_close("DecoderLayer", "the output", out, expected, DEC_OUT, wrong)
 
 
@@ -538,13 +527,13 @@ def compare_encoder(stack, x, src_mask, expected) -> None:
         out,
         expected,
         ENC_OUT,
-        _mistake_outputs(ENCODER_MISTAKES, stack, x, src_mask),
+        mistake_outputs(ENCODER_MISTAKES, stack, x, src_mask),
     )
 
 
 def compare_decoder(stack, x, memory, src_mask, tgt_mask, expected) -> None:
     out = _run_decoder("Decoder", stack, stack, DECODER_MISTAKES, x, memory, src_mask, tgt_mask)
-    wrong = _mistake_outputs(DECODER_MISTAKES, stack, x, memory, src_mask, tgt_mask)
+    wrong = mistake_outputs(DECODER_MISTAKES, stack, x, memory, src_mask, tgt_mask)
     expect_close("Decoder", "the output", out, expected, DEC_OUT, wrong)
 
 

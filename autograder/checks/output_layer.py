@@ -40,6 +40,7 @@ from autograder.checks.core import (
     expect_shape,
     expect_tensor,
     load_weights,
+    mistake_outputs,
     named,
     passed,
     same,
@@ -109,19 +110,6 @@ def generator_module(cls, d_model: int, vocab_size: int):
     return module
 
 
-def _mistake_outputs(mistakes, *args):
-    """Each known mistake with its output; a mistake that cannot be computed here is left out
-    (a Transformer whose parts have other names than the lesson's)."""
-    outputs = []
-    with torch.no_grad(), exact_matmul():
-        for mistake in mistakes:
-            try:
-                outputs.append((mistake, mistake.compute(*args)))
-            except Exception:  # noqa: BLE001 - a mistake that does not apply to this module
-                continue
-    return outputs
-
-
 def _run_generator(module, x):
     with unchanged(GENERATOR, x=x):
         out = expect_tensor(GENERATOR, "the output", call(GENERATOR, module, x))
@@ -131,7 +119,7 @@ def _run_generator(module, x):
 def compare_generator(module, x, expected) -> None:
     """The learner's log-probabilities against ``expected``, naming a known mistake."""
     out = _run_generator(module, x)
-    wrong = _mistake_outputs(GENERATOR_MISTAKES, module, x)
+    wrong = mistake_outputs(GENERATOR_MISTAKES, module, x)
     expect_close(GENERATOR, "the log-probabilities", out, expected, LOG_PROBS, wrong)
     sums = out.exp().sum(-1)
     if not torch.allclose(sums, torch.ones_like(sums)):
@@ -366,7 +354,7 @@ def transformer_forward(module, src, tgt, src_mask, tgt_mask) -> torch.Tensor:
 def compare_transformer(module, src, tgt, src_mask, tgt_mask, expected, what="forward's output") -> None:
     """forward against ``expected`` [B, T_tgt, D], naming a known mistake when the output matches one."""
     out = transformer_forward(module, src, tgt, src_mask, tgt_mask)
-    wrong = _mistake_outputs(TRANSFORMER_MISTAKES, module, src, tgt, src_mask, tgt_mask)
+    wrong = mistake_outputs(TRANSFORMER_MISTAKES, module, src, tgt, src_mask, tgt_mask)
     expect_close(TRANSFORMER, what, out, expected, STATES, wrong)
 
 
@@ -442,7 +430,7 @@ def _named_or(module, args, names: list[str], fallback: str) -> str:
     """The message of the known mistake (among ``names``) that forward matches, or ``fallback``."""
     out = transformer_forward(module, *args)
     candidates = [named(TRANSFORMER_MISTAKES, name) for name in names]
-    for mistake, output in _mistake_outputs(candidates, module, *args):
+    for mistake, output in mistake_outputs(candidates, module, *args):
         if isinstance(output, torch.Tensor) and output.shape == out.shape:
             if same(out, output):
                 return mistake.message(TRANSFORMER)
@@ -880,7 +868,7 @@ def compare_greedy(fn, model, src, src_mask, max_len, start_symbol, end_symbol=N
         expected = step_by_step(*args)
     if _same_tokens(out, expected):
         return
-    wrong = greedy_mistake_outputs(*args)
+    wrong = mistake_outputs(GREEDY_MISTAKES, *args)
     if end_symbol is not None:  # the mistakes about end_symbol first: the others show without it
         wrong = sorted(wrong, key=lambda pair: pair[0].name not in END_MISTAKES)
     message = _greedy_message(wrong, out)
@@ -891,18 +879,6 @@ def compare_greedy(fn, model, src, src_mask, max_len, start_symbol, end_symbol=N
     expect_dtype(GREEDY, "the output", out, torch.long)
     expect_shape(GREEDY, "the output", out, TOKENS, expected.shape)
     expect_close(GREEDY, "the output", out, expected, TOKENS)
-
-
-def greedy_mistake_outputs(*args):
-    """Each known mistake with the tokens it returns on these arguments."""
-    outputs = []
-    with torch.no_grad(), exact_matmul():
-        for mistake in GREEDY_MISTAKES:
-            try:
-                outputs.append((mistake, mistake.compute(*args)))
-            except Exception:  # noqa: BLE001 - this mistake crashes on these inputs
-                continue
-    return outputs
 
 
 def check_greedy_shapes(fn) -> None:
