@@ -24,6 +24,7 @@ identity checks (two layers sharing one parameter) see what the sending end has.
 
 import builtins
 import contextlib
+import functools
 import inspect
 import json
 import socket
@@ -280,7 +281,9 @@ class Endpoint:
             handle = int(body)
             if handle not in self._proxies:
                 stand_in = next((_STAND_INS[kind] for kind in data["kinds"] if kind in _STAND_INS), None)
-                self._proxies[handle] = RemoteObject(self, handle, str(data["name"]), stand_in)
+                self._proxies[handle] = _proxy_class(str(data["name"]))(
+                    self, handle, str(data["name"]), stand_in
+                )
             return self._proxies[handle]
         raise ValueError(f"unknown value kind {key!r}")
 
@@ -431,6 +434,13 @@ class RemoteObject:
 
     def __repr__(self) -> str:
         return f"<{self._name} in the other process>"
+
+
+@functools.cache
+def _proxy_class(name: str) -> type:
+    """A RemoteObject subclass named like the remote object's type, so that messages that
+    quote ``type(obj).__name__`` name the learner's class ("got Sequential")."""
+    return type(name if name.isidentifier() else "RemoteObject", (RemoteObject,), {"__slots__": ()})
 
 
 def connect(path: str, namespace: dict | None = None, guard: Guard = allow_all) -> Endpoint:

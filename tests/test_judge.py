@@ -19,6 +19,8 @@ from autograder.checks import CheckFailure
 from autograder.remote import Channel, Endpoint, models_read_only
 from tests.alternatives import ALTERNATIVES
 from tests.test_mutations import CATALOGUE, CHECKS, HIDDEN, _buggy, _stub
+from tests.test_structural_mistakes import CASES as STRUCTURAL
+from tests.test_structural_mistakes import _built_wrongly
 
 
 def _verdict(test, implementation) -> str | None:
@@ -64,6 +66,7 @@ CASES = [(e, "reference", None) for e in sorted(CHECKS)]
 CASES += [(e, "stub", None) for e in sorted(CHECKS)]
 CASES += [(e, "mistake", m) for e, mistakes in CATALOGUE.items() for m in mistakes]
 CASES += [(e, "alternative", a) for e, alts in ALTERNATIVES.items() for a in alts]
+CASES += [(e, "structural", (name, change)) for e, name, change, _ in STRUCTURAL]
 
 
 def _implementation(exercise: str, kind: str, which):
@@ -75,13 +78,18 @@ def _implementation(exercise: str, kind: str, which):
         return _stub(exercise)
     if kind == "mistake":
         return _buggy(exercise, which)
+    if kind == "structural":
+        return _built_wrongly(exercise, which[1])
     return which
 
 
 @pytest.mark.parametrize(
     ("exercise", "kind", "which"),
     CASES,
-    ids=[f"{e}-{k}-{getattr(w, 'name', getattr(w, '__name__', ''))}" for e, k, w in CASES],
+    ids=[
+        f"{e}-{k}-{w[0] if k == 'structural' else getattr(w, 'name', getattr(w, '__name__', ''))}"
+        for e, k, w in CASES
+    ],
 )
 def test_the_judge_agrees_with_the_checks(exercise, kind, which, monkeypatch):
     monkeypatch.setenv("COURSE_HIDDEN_SEED", "20261201")  # the hidden tests draw the same values twice
