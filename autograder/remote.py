@@ -37,6 +37,7 @@ import torch
 from torch import nn
 
 MAX_MESSAGE_BYTES = 256 * 2**20  # far above any tensor a lesson passes; a bigger one is refused
+MAX_SESSION_BYTES = 2**30  # all messages of one connection together (one test cell's calls)
 MAX_ITEMS = 10_000  # an iterator longer than this is refused, not materialised
 _FRAME = struct.Struct(">II")  # header length, tensor blob length
 
@@ -82,6 +83,7 @@ class Channel:
     def __init__(self, sock: socket.socket):
         self.sock = sock
         self.deadline: float | None = None  # time.monotonic() after which receiving gives up
+        self.received_bytes = 0  # a connection that sends more than MAX_SESSION_BYTES is cut off
 
     def send(self, header: dict, blobs: list[bytes]) -> None:
         text = json.dumps({**header, "blobs": [len(blob) for blob in blobs]}).encode()
@@ -112,6 +114,9 @@ class Channel:
         text_size, size = _FRAME.unpack(self._exactly(_FRAME.size))
         if text_size + size > MAX_MESSAGE_BYTES:
             raise ValueError(f"a message of {text_size + size} bytes is over {MAX_MESSAGE_BYTES}")
+        self.received_bytes += text_size + size
+        if self.received_bytes > MAX_SESSION_BYTES:
+            raise ValueError(f"the other end sent more than {MAX_SESSION_BYTES} bytes on one connection")
         header = json.loads(self._exactly(text_size))
         data = self._exactly(size)
         if not isinstance(header, dict) or sum(header.get("blobs", [])) != size:
@@ -184,7 +189,8 @@ class Endpoint:
         self._handles: dict[int, int] = {}  # id(object) -> handle
         self._proxies: dict[int, RemoteObject] = {}  # the other end's handle -> our stand-in
         self._sent: list[torch.Tensor] = []  # every tensor sent, kept so that ids stay unique
-        self._received: dict[int, torch.Tensor] = {}  # the other end's tensor id -> ours
+        # the other end's tensor id -> ours, held for the connection (MAX_SESSION_BYTES bounds it)
+        self._received: dict[int, torch.Tensor] = {}
 
     # --- values ----------------------------------------------------------------------------
 

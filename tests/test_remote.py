@@ -232,3 +232,19 @@ def test_a_silent_kernel_times_out():
     channel.deadline = time.monotonic() + 0.2
     with pytest.raises(TimeoutError):
         Endpoint(channel).request("get", name="anything")
+
+
+def test_a_flood_of_data_is_cut_off(monkeypatch):
+    """Many messages under the size limit each still cannot fill the grader's memory."""
+    import autograder.remote
+
+    monkeypatch.setattr(autograder.remote, "MAX_SESSION_BYTES", 10_000)
+    ours, theirs = socket.socketpair()
+    channel = Channel(ours)
+    text = json.dumps({"value": None, "blobs": [4000]}).encode()
+    for _ in range(3):
+        theirs.sendall(struct.pack(">II", len(text), 4000) + text + b"\0" * 4000)
+    channel.receive()
+    channel.receive()
+    with pytest.raises(ValueError, match="more than 10000 bytes"):
+        channel.receive()
