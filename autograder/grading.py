@@ -35,6 +35,12 @@ class GradedTest:
     hidden: str
 
 
+def is_test_cell(cell: nbformat.NotebookNode) -> bool:
+    """A graded code cell that is not a solution: a test cell."""
+    meta = cell.metadata.get("nbgrader", {})
+    return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
 def exercise_of(lesson: str, grade_id: str) -> str:
     """'test_split_heads_blocks' -> 'split_heads': the longest exercise the grade_id starts with."""
     matches = [e for e in lessons.EXERCISES[lesson] if grade_id.startswith(f"test_{e}")]
@@ -48,21 +54,13 @@ def table(lesson: str) -> tuple[GradedTest, ...]:
     """The lesson's test cells, in notebook order."""
     nb = nbformat.read(lessons.source_path(lesson), as_version=4)
     rows = []
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
-            continue
+    for cell in filter(is_test_cell, nb.cells):
+        meta = cell.metadata.nbgrader
         hidden = "".join(HIDDEN_BLOCK.findall(cell.source)).strip()
         visible = HIDDEN_BLOCK.sub("", cell.source).strip()
         exercise = exercise_of(lesson, meta["grade_id"])
         rows.append(GradedTest(lesson, meta["grade_id"], exercise, float(meta["points"]), visible, hidden))
     return tuple(rows)
-
-
-def tests_of(exercise: str) -> tuple[GradedTest, ...]:
-    """The test cells of one exercise, in notebook order."""
-    lesson = next(lesson for lesson, names in lessons.EXERCISES.items() if exercise in names)
-    return tuple(row for row in table(lesson) if row.exercise == exercise)
 
 
 @functools.cache

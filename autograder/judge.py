@@ -70,11 +70,6 @@ def run_test_cell(source: str, grade_id: str, namespace: dict, endpoint: Endpoin
     return None
 
 
-def is_test_cell(cell: NotebookNode) -> bool:
-    meta = cell.metadata.get("nbgrader", {})
-    return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
-
-
 class Judge:
     """The judge of one notebook while its kernel runs, one test cell at a time.
 

@@ -35,6 +35,7 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Float, Integer, List, Unicode
 
+from autograder.grading import is_test_cell
 from autograder.lessons import ROOT
 
 INSTALL_HINT = "install it (Debian and Ubuntu: `apt-get install bubblewrap`)"
@@ -258,7 +259,7 @@ class CourseExecute(Execute):
             try:
                 for index, cell in enumerate(self.nb.cells):
                     self.preprocess_cell(cell, resources, index)
-                    if self._judge is not None and judge.is_test_cell(cell):
+                    if self._judge is not None and is_test_cell(cell):
                         self._judge.cell(cell)
             finally:
                 if self._judge is not None:
