@@ -30,6 +30,7 @@ from jupyter_core.utils import run_sync
 from nbformat import NotebookNode
 
 from autograder import lessons
+from autograder.checks.core import CheckFailure
 from autograder.grading import grading_imports
 from autograder.remote import Channel, Endpoint, models_read_only
 
@@ -65,8 +66,10 @@ def run_test_cell(source: str, grade_id: str, namespace: dict, endpoint: Endpoin
         return "the learner's code did not answer the judge in time"
     except ConnectionError:
         return "the kernel went away while the judge ran this test"
-    except Exception as error:  # noqa: BLE001 - a failing check, or the learner's code raising
-        return f"{type(error).__name__}: {error}" if type(error).__name__ != "CheckFailure" else str(error)
+    except CheckFailure as failure:
+        return str(failure)
+    except Exception as error:  # noqa: BLE001 - the learner's code raising, or a broken check
+        return f"{type(error).__name__}: {error}"
     return None
 
 

@@ -4,7 +4,8 @@ nbgrader 0.9.6 (``OverwriteCells.add_missing_cells``) puts a deleted grade cell 
 the cell right before it in the source, and looks that cell up among the submission's
 solution and grade cells only. When the cell before it is a markdown cell (as before every
 lesson's first test cell), grading stops with a ``KeyError`` naming that markdown cell, and
-the learner scores 0 for having deleted one check by accident.
+the learner scores 0 for having deleted one check by accident. The cell it puts back also
+has no id, which nbformat 4.5 requires.
 """
 
 from nbgrader.preprocessors import OverwriteCells
@@ -27,6 +28,7 @@ class RestoringOverwriteCells(OverwriteCells):
             restored = self.missing_cell_transform(
                 cells[grade_cell.name], grade_cell.max_score, is_solution=grade_cell.name in solutions
             )
+            restored["id"] = f"restored-{grade_cell.name}"[:64]  # nbformat 4.5 wants every cell to have one
             before = order[: order.index(grade_cell.name)]
             anchor = next((present.index(name) for name in reversed(before) if name in present), -1)
             nb.cells.insert(anchor + 1, restored)
