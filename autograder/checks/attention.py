@@ -12,8 +12,8 @@ import torch.nn.functional as F
 
 from autograder.checks.core import (
     CheckFailure,
-    Mistake,
     call,
+    catalogue,
     expect_close,
     expect_device,
     expect_dtype,
@@ -50,63 +50,37 @@ def _zero_masked(out_weights, mask, v):
     return weights @ v, weights
 
 
-MISTAKES = [
-    Mistake(
-        "no scaling",
-        "The scores are not scaled: divide q kᵀ by sqrt(d_k) before the softmax.",
-        lambda q, k, v, mask=None: _zero_masked(_attend(_scores(q, k, 1.0), v, mask, -math.inf), mask, v),
-    ),
-    Mistake(
-        "scaled by d_k instead of sqrt(d_k)",
-        "The scores are divided by d_k; the paper divides by sqrt(d_k) (math.sqrt(d_k)).",
-        lambda q, k, v, mask=None: _zero_masked(
+MISTAKES = catalogue(
+    EXERCISE,
+    {
+        "no scaling": lambda q, k, v, mask=None: _zero_masked(
+            _attend(_scores(q, k, 1.0), v, mask, -math.inf), mask, v
+        ),
+        "scaled by d_k instead of sqrt(d_k)": lambda q, k, v, mask=None: _zero_masked(
             _attend(_scores(q, k, q.size(-1)), v, mask, -math.inf), mask, v
         ),
-    ),
-    Mistake(
-        "scaled by sqrt(d_v)",
-        "The scores are divided by sqrt(d_v), the size of v; scale by sqrt(d_k), the size of q and k.",
-        lambda q, k, v, mask=None: _zero_masked(
+        "scaled by sqrt(d_v)": lambda q, k, v, mask=None: _zero_masked(
             _attend(_scores(q, k, math.sqrt(v.size(-1))), v, mask, -math.inf), mask, v
         ),
-    ),
-    Mistake(
-        "softmax over the wrong dimension",
-        "The softmax runs over the queries (dim=-2); each query's weights over the keys must sum "
-        "to 1, so use dim=-1.",
-        lambda q, k, v, mask=None: _zero_masked(
+        "softmax over the wrong dimension": lambda q, k, v, mask=None: _zero_masked(
             _attend(_scores(q, k, math.sqrt(q.size(-1))), v, mask, -math.inf, dim=-2), mask, v
         ),
-    ),
-    Mistake(
-        "inverted mask",
-        "Your mask is inverted: True means 'may attend', so fill the scores where the mask is "
-        "False (use ~mask or mask == 0 in masked_fill).",
-        lambda q, k, v, mask=None: _zero_masked(
+        "inverted mask": lambda q, k, v, mask=None: _zero_masked(
             _attend(_scores(q, k, math.sqrt(q.size(-1))), v, None if mask is None else ~mask, -math.inf),
             None if mask is None else ~mask,
             v,
         ),
-    ),
-    Mistake(
-        "mask ignored",
-        "The mask has no effect: fill the scores at masked positions with -inf (masked_fill) "
-        "before the softmax.",
-        lambda q, k, v, mask=None: _attend(_scores(q, k, math.sqrt(q.size(-1))), v, None, -math.inf),
-    ),
-    Mistake(
-        "NaN on a fully masked row",
-        "A query whose keys are all masked gives NaN: softmax of a row of -inf is 0/0. After the "
-        "softmax, set the weights at masked positions to 0 (weights.masked_fill(~mask, 0.0)).",
-        lambda q, k, v, mask=None: _attend(_scores(q, k, math.sqrt(q.size(-1))), v, mask, -math.inf),
-    ),
-    Mistake(
-        "-1e9 leaves a fully masked row uniform",
-        "Filling with -1e9 turns a fully masked row into equal weights over all keys (the mean of "
-        "v); that row must be all zeros: set the weights at masked positions to 0 after the softmax.",
-        lambda q, k, v, mask=None: _attend(_scores(q, k, math.sqrt(q.size(-1))), v, mask, -1e9),
-    ),
-]
+        "mask ignored": lambda q, k, v, mask=None: _attend(
+            _scores(q, k, math.sqrt(q.size(-1))), v, None, -math.inf
+        ),
+        "NaN on a fully masked row": lambda q, k, v, mask=None: _attend(
+            _scores(q, k, math.sqrt(q.size(-1))), v, mask, -math.inf
+        ),
+        "-1e9 leaves a fully masked row uniform": lambda q, k, v, mask=None: _attend(
+            _scores(q, k, math.sqrt(q.size(-1))), v, mask, -1e9
+        ),
+    },
+)
 
 
 def _inputs(seed: int):

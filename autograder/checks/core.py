@@ -8,11 +8,14 @@ whose message is written for the learner.
 """
 
 import contextlib
+import functools
 import inspect
 import textwrap
+import tomllib
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -53,6 +56,52 @@ class Mistake:
 
     def message(self, exercise: str) -> str:
         return f"{exercise}: your output matches a known mistake, {self.name}. {self.hint}"
+
+
+CATALOGUE_FOLDER = Path(__file__).with_name("catalogue")
+ENTRY_KEYS = {"name", "hint", "switch"}
+
+
+@functools.cache
+def catalogue_data() -> dict[str, tuple[dict, ...]]:
+    """exercise -> its mistakes as catalogue/*.toml writes them (name, hint, maybe a switch), in order."""
+    data: dict[str, tuple[dict, ...]] = {}
+    for path in sorted(CATALOGUE_FOLDER.glob("*.toml")):
+        with path.open("rb") as file:
+            for exercise, entries in tomllib.load(file).items():
+                odd = [e for e in entries if {"name", "hint"} - e.keys() or e.keys() - ENTRY_KEYS]
+                if exercise in data or odd:
+                    raise ValueError(
+                        f"{path.name}: {exercise} is catalogued twice, or an entry has other keys than "
+                        f"name, hint and switch: {odd}"
+                    )
+                data[exercise] = tuple(entries)
+    return data
+
+
+def catalogue(
+    exercise: str,
+    computes: Mapping[str, Callable[..., Any]] | None = None,
+    variant: Callable[..., Any] | None = None,
+) -> list[Mistake]:
+    """The exercise's mistakes, with their names and hints from its data file (catalogue/*.toml).
+
+    Each is computed by ``computes[name]``, or, for an entry with a ``switch``, by
+    ``variant(*args, **switch)``: the reference written with that one switch flipped. The
+    result keeps the file's order. A compute without an entry is a ValueError; which entries
+    a module computes where is proven complete by tests/test_catalogue.py.
+    """
+    computes = dict(computes or {})
+    mistakes = []
+    for entry in catalogue_data().get(exercise, ()):
+        switch = entry.get("switch")
+        if switch is not None and variant is not None:
+            mistakes.append(Mistake(entry["name"], entry["hint"], functools.partial(variant, **switch)))
+        elif entry["name"] in computes:
+            mistakes.append(Mistake(entry["name"], entry["hint"], computes.pop(entry["name"])))
+    if computes:
+        raise ValueError(f"{exercise}: no entry in {CATALOGUE_FOLDER.name}/ for {sorted(computes)}")
+    return mistakes
 
 
 def named(mistakes: Sequence[Mistake], name: str) -> Mistake:

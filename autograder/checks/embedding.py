@@ -14,9 +14,9 @@ from torch import nn
 
 from autograder.checks.core import (
     CheckFailure,
-    Mistake,
     build,
     call,
+    catalogue,
     expect_close,
     expect_device,
     expect_shape,
@@ -32,29 +32,19 @@ EXERCISE = "Embedding"
 B, T, V, D = 2, 5, 11, 6
 OUT = "[B, T, D]"
 
-MISTAKES = [
-    Mistake(
-        "no sqrt(d_model) scale",
-        "The looked-up vectors are not scaled: multiply self.lut(tokens) by math.sqrt(d_model).",
-        lambda self, tokens: self.lut(tokens),
-    ),
-    Mistake(
-        "scaled by d_model instead of sqrt(d_model)",
-        "The vectors are multiplied by d_model; the paper multiplies by its square root, math.sqrt(d_model).",
-        lambda self, tokens: self.lut(tokens) * self.lut.embedding_dim,
-    ),
-    Mistake(
-        "divided by sqrt(d_model)",
-        "The vectors are divided by sqrt(d_model); embeddings are multiplied by it "
-        "(it is attention's scores that are divided by sqrt(d_k)).",
-        lambda self, tokens: self.lut(tokens) / math.sqrt(self.lut.embedding_dim),
-    ),
-    Mistake(
-        "scaled by sqrt(vocab_size)",
-        "The vectors are scaled by sqrt(vocab_size); the scale is sqrt(d_model), the size of each vector.",
-        lambda self, tokens: self.lut(tokens) * math.sqrt(self.lut.num_embeddings),
-    ),
-]
+MISTAKES = catalogue(
+    EXERCISE,
+    {
+        "no sqrt(d_model) scale": lambda self, tokens: self.lut(tokens),
+        "scaled by d_model instead of sqrt(d_model)": lambda self, tokens: (
+            self.lut(tokens) * self.lut.embedding_dim
+        ),
+        "divided by sqrt(d_model)": lambda self, tokens: self.lut(tokens) / math.sqrt(self.lut.embedding_dim),
+        "scaled by sqrt(vocab_size)": lambda self, tokens: (
+            self.lut(tokens) * math.sqrt(self.lut.num_embeddings)
+        ),
+    },
+)
 
 
 def tokens_for(batch: int, length: int, vocab_size: int, generator: torch.Generator) -> torch.Tensor:

@@ -17,7 +17,6 @@ cross-attention, ...) usually crashes when T_tgt != T_src. The decoder checks th
 with T_tgt == T_src and name the mistake its output matches.
 """
 
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -25,9 +24,9 @@ from torch import nn
 
 from autograder.checks.core import (
     CheckFailure,
-    Mistake,
     build,
     call,
+    catalogue,
     expect_close,
     expect_device,
     expect_dtype,
@@ -52,6 +51,7 @@ from autograder.checks.oracles import (
 D, H, D_FF = 12, 3, 20
 B, T, T_SRC, T_TGT = 3, 5, 6, 4
 N_LAYERS = 2
+ENC_NAME, DEC_NAME = "EncoderLayer", "DecoderLayer"
 ENC_OUT, DEC_OUT = "[B, T, D]", "[B, T_tgt, D]"
 
 # --- how a layer's sub-layers can be wired (the right way and the known wrong ways) ------------
@@ -155,257 +155,32 @@ def decoder_layer_variant(
     return _sublayer(x, n3, layer.ffn, style, residual[2])
 
 
-def _changed(variant: Callable[..., Any], **change: Any) -> Callable[..., Any]:
-    """The mistake's compute: the layer's forward with one thing changed."""
-    return lambda layer, *args: variant(layer, *args, **change)
+ENCODER_LAYER_MISTAKES = catalogue(ENC_NAME, variant=encoder_layer_variant)
+DECODER_LAYER_MISTAKES = catalogue(DEC_NAME, variant=decoder_layer_variant)
+
+LAYER_ORDERS = {
+    "right": slice(None),
+    "first only": slice(1),
+    "last only": slice(-1, None),
+    "reversed": slice(None, None, -1),
+}
 
 
-ENCODER_LAYER_MISTAKES = [
-    Mistake(
-        "no residual connection around the self-attention",
-        "The self-attention sub-layer has no residual connection: add its input back, "
-        "x + self_attn(...) (Post-LN normalises that sum with norm1; Pre-LN adds it after the sub-layer).",
-        _changed(encoder_layer_variant, residual=(False, True)),
-    ),
-    Mistake(
-        "no residual connection around the feed-forward network",
-        "The feed-forward sub-layer has no residual connection: add its input back, x + ffn(...) "
-        "(Post-LN normalises that sum with norm2; Pre-LN adds it after the sub-layer).",
-        _changed(encoder_layer_variant, residual=(True, False)),
-    ),
-    Mistake(
-        "norm_first ignored (always Post-LN)",
-        "With norm_first=True your layer still computes Post-LN, norm(x + sublayer(x)); Pre-LN is "
-        "x + sublayer(norm(x)). Keep norm_first in __init__ and branch on it in forward.",
-        _changed(encoder_layer_variant, wiring="always post"),
-    ),
-    Mistake(
-        "norm_first inverted",
-        "With norm_first=False your layer computes Pre-LN; the default (the paper's Post-LN) is "
-        "x = norm(x + sublayer(x)). Check the direction of your `if norm_first` branch.",
-        _changed(encoder_layer_variant, wiring="inverted"),
-    ),
-    Mistake(
-        "Pre-LN residual taken from the normalised x",
-        "In your Pre-LN branch the residual carries norm(x): `x = self.norm1(x)` overwrote x before "
-        "the sub-layer. Keep x for the residual: h = self.norm1(x); "
-        "x = x + self.self_attn(h, h, h, src_mask).",
-        _changed(encoder_layer_variant, wiring="pre from norm"),
-    ),
-    Mistake(
-        "Pre-LN normalises the sub-layer's output",
-        "In your Pre-LN branch the norm is applied to the sub-layer's output, x + norm(sublayer(x)); "
-        "Pre-LN normalises the sub-layer's input: x + sublayer(norm(x)).",
-        _changed(encoder_layer_variant, wiring="pre norm on output"),
-    ),
-    Mistake(
-        "Post-LN normalises the sub-layer's output",
-        "In your Post-LN branch the norm is applied to the sub-layer's output only, x + norm(sublayer(x)); "
-        "Post-LN normalises the sum: x = norm(x + sublayer(x)).",
-        _changed(encoder_layer_variant, wiring="post norm on output"),
-    ),
-    Mistake(
-        "src_mask not passed to the self-attention",
-        "The mask has no effect: pass src_mask to the self-attention, self_attn(q, k, v, src_mask), "
-        "so that no position attends to padding.",
-        _changed(encoder_layer_variant, mask=False),
-    ),
-    Mistake(
-        "norm1 and norm2 swapped",
-        "norm1 and norm2 are used the other way round: norm1 belongs to the self-attention "
-        "sub-layer and norm2 to the feed-forward one (the weights are loaded by these names).",
-        _changed(encoder_layer_variant, norms=("norm2", "norm1")),
-    ),
-    Mistake(
-        "feed-forward before self-attention",
-        "The sub-layers run in the wrong order: first self-attention (with norm1), then the "
-        "feed-forward network (with norm2).",
-        _changed(encoder_layer_variant, ffn_first=True),
-    ),
-]
-
-DECODER_LAYER_MISTAKES = [
-    Mistake(
-        "no residual connection around the masked self-attention",
-        "The masked self-attention has no residual connection: add its input back, "
-        "x + self_attn(...) (Post-LN normalises that sum with norm1; Pre-LN adds it after the sub-layer).",
-        _changed(decoder_layer_variant, residual=(False, True, True)),
-    ),
-    Mistake(
-        "no residual connection around the cross-attention",
-        "The cross-attention has no residual connection: add its input back, x + cross_attn(...) "
-        "(Post-LN normalises that sum with norm2; Pre-LN adds it after the sub-layer).",
-        _changed(decoder_layer_variant, residual=(True, False, True)),
-    ),
-    Mistake(
-        "no residual connection around the feed-forward network",
-        "The feed-forward sub-layer has no residual connection: add its input back, x + ffn(...) "
-        "(Post-LN normalises that sum with norm3; Pre-LN adds it after the sub-layer).",
-        _changed(decoder_layer_variant, residual=(True, True, False)),
-    ),
-    Mistake(
-        "norm_first ignored (always Post-LN)",
-        "With norm_first=True your layer still computes Post-LN, norm(x + sublayer(x)); Pre-LN is "
-        "x + sublayer(norm(x)). Keep norm_first in __init__ and branch on it in forward.",
-        _changed(decoder_layer_variant, wiring="always post"),
-    ),
-    Mistake(
-        "norm_first inverted",
-        "With norm_first=False your layer computes Pre-LN; the default (the paper's Post-LN) is "
-        "x = norm(x + sublayer(x)). Check the direction of your `if norm_first` branch.",
-        _changed(decoder_layer_variant, wiring="inverted"),
-    ),
-    Mistake(
-        "Pre-LN residual taken from the normalised x",
-        "In your Pre-LN branch the residual carries norm(x): `x = self.norm1(x)` (or norm2, norm3) "
-        "overwrote x before the sub-layer. Keep x for the residual: h = self.norm1(x); "
-        "x = x + self.self_attn(h, h, h, tgt_mask).",
-        _changed(decoder_layer_variant, wiring="pre from norm"),
-    ),
-    Mistake(
-        "Pre-LN normalises the sub-layer's output",
-        "In your Pre-LN branch the norm is applied to the sub-layer's output, x + norm(sublayer(x)); "
-        "Pre-LN normalises the sub-layer's input: x + sublayer(norm(x)).",
-        _changed(decoder_layer_variant, wiring="pre norm on output"),
-    ),
-    Mistake(
-        "Post-LN normalises the sub-layer's output",
-        "In your Post-LN branch the norm is applied to the sub-layer's output only, x + norm(sublayer(x)); "
-        "Post-LN normalises the sum: x = norm(x + sublayer(x)).",
-        _changed(decoder_layer_variant, wiring="post norm on output"),
-    ),
-    Mistake(
-        "cross-attention with queries from memory and keys/values from x",
-        "Query and key/value are swapped in the cross-attention: the queries come from the "
-        "decoder and the keys and values from the encoder, cross_attn(x, memory, memory, src_mask).",
-        _changed(decoder_layer_variant, cross="swapped"),
-    ),
-    Mistake(
-        "cross-attention over x instead of memory",
-        "The cross-attention attends to the decoder's own x: its keys and values must be the "
-        "encoder's output, cross_attn(x, memory, memory, src_mask).",
-        _changed(decoder_layer_variant, cross="self"),
-    ),
-    Mistake(
-        "Pre-LN normalises the memory too",
-        "In your Pre-LN branch the memory goes through norm2 as well: normalise only the decoder's "
-        "side, cross_attn(norm2(x), memory, memory, src_mask); the encoder's final norm has already "
-        "normalised the memory.",
-        _changed(decoder_layer_variant, cross="normed memory"),
-    ),
-    Mistake(
-        "tgt_mask passed to the cross-attention",
-        "The cross-attention gets tgt_mask; it needs src_mask (which source positions are padding): "
-        "cross_attn(x, memory, memory, src_mask). tgt_mask belongs to the masked self-attention only.",
-        _changed(decoder_layer_variant, cross_mask="tgt"),
-    ),
-    Mistake(
-        "src_mask and tgt_mask swapped",
-        "src_mask and tgt_mask are swapped: the masked self-attention takes tgt_mask (causal), the "
-        "cross-attention takes src_mask (source padding). The order is "
-        "forward(x, memory, src_mask, tgt_mask).",
-        _changed(decoder_layer_variant, self_mask="src", cross_mask="tgt"),
-    ),
-    Mistake(
-        "tgt_mask not passed to the self-attention",
-        "The decoder's self-attention is not masked: pass tgt_mask, self_attn(q, k, v, tgt_mask), "
-        "so that a position cannot see the target tokens after it.",
-        _changed(decoder_layer_variant, self_mask="none"),
-    ),
-    Mistake(
-        "src_mask not passed to the cross-attention",
-        "The cross-attention ignores src_mask: pass it, cross_attn(x, memory, memory, src_mask), so "
-        "that padded source positions get no weight.",
-        _changed(decoder_layer_variant, cross_mask="none"),
-    ),
-    Mistake(
-        "norm1 and norm2 swapped",
-        "norm1 and norm2 are used the other way round: norm1 follows the masked self-attention, "
-        "norm2 the cross-attention, norm3 the feed-forward network.",
-        _changed(decoder_layer_variant, norms=("norm2", "norm1", "norm3")),
-    ),
-    Mistake(
-        "norm2 and norm3 swapped",
-        "norm2 and norm3 are used the other way round: norm1 follows the masked self-attention, "
-        "norm2 the cross-attention, norm3 the feed-forward network.",
-        _changed(decoder_layer_variant, norms=("norm1", "norm3", "norm2")),
-    ),
-]
-
-
-def _encoder_stack(stack, x, src_mask=None, *, order=None, final=True, each=False, mask=True):
-    layers = list(stack.layers)
-    for layer in layers if order is None else order(layers):
-        x = layer(x, src_mask if mask else None)
+def _stack_variant(stack, x, *args, order="right", final=True, each=False, masks="right"):
+    """Encoder.forward (args: src_mask) or Decoder.forward (args: memory, src_mask, tgt_mask) with one
+    thing changed: which layers run (``order``), where the final norm goes, which masks the layers get."""
+    if masks == "none":  # the encoder's (src_mask,) or the decoder's (memory, src_mask, tgt_mask)
+        args = (None,) if len(args) == 1 else (args[0], None, None)
+    elif masks == "swapped":
+        args = (args[0], args[2], args[1])
+    for layer in list(stack.layers)[LAYER_ORDERS[order]]:
+        x = layer(x, *args)
         x = stack.norm(x) if each else x
     return stack.norm(x) if final else x
 
 
-def _decoder_stack(
-    stack, x, memory, src_mask=None, tgt_mask=None, *, order=None, final=True, each=False, mask="right"
-):
-    layers = list(stack.layers)
-    masks = {"right": (src_mask, tgt_mask), "none": (None, None), "swapped": (tgt_mask, src_mask)}[mask]
-    for layer in layers if order is None else order(layers):
-        x = layer(x, memory, *masks)
-        x = stack.norm(x) if each else x
-    return stack.norm(x) if final else x
-
-
-def _stack_mistakes(variant, mask_hint: str, extra: list[Mistake]) -> list[Mistake]:
-    return [
-        Mistake(
-            "final norm missing",
-            "The stack ends without its final LayerNorm: return self.norm(x) after the loop over the layers.",
-            lambda stack, *args: variant(stack, *args, final=False),
-        ),
-        Mistake(
-            "only the first layer applied",
-            "Only layers[0] is applied: loop over all of self.layers, each layer taking the previous "
-            "layer's output (x = layer(x, ...)).",
-            lambda stack, *args: variant(stack, *args, order=lambda layers: layers[:1]),
-        ),
-        Mistake(
-            "only the last layer counts",
-            "Only the last layer's work survives: each layer must take the previous layer's output, "
-            "x = layer(x, ...), not the stack's input again (out = layer(x, ...) with x never updated).",
-            lambda stack, *args: variant(stack, *args, order=lambda layers: layers[-1:]),
-        ),
-        Mistake(
-            "layers in reverse order",
-            "The layers run in reverse order: apply self.layers in order, layers[0] first.",
-            lambda stack, *args: variant(stack, *args, order=lambda layers: layers[::-1]),
-        ),
-        Mistake(
-            "final norm after every layer",
-            "The final norm is applied after every layer: apply self.norm once, after the loop.",
-            lambda stack, *args: variant(stack, *args, each=True, final=False),
-        ),
-        Mistake(
-            "masks not passed to the layers",
-            mask_hint,
-            lambda stack, *args: variant(stack, *args, mask=False if variant is _encoder_stack else "none"),
-        ),
-        *extra,
-    ]
-
-
-ENCODER_MISTAKES = _stack_mistakes(
-    _encoder_stack, "The layers get no mask: pass src_mask on to every layer, layer(x, src_mask).", []
-)
-DECODER_MISTAKES = _stack_mistakes(
-    _decoder_stack,
-    "The layers get no masks: pass memory, src_mask and tgt_mask on to every layer, "
-    "layer(x, memory, src_mask, tgt_mask).",
-    [
-        Mistake(
-            "src_mask and tgt_mask swapped in the layer call",
-            "The layers get src_mask and tgt_mask the other way round: DecoderLayer's forward is "
-            "(x, memory, src_mask, tgt_mask).",
-            lambda stack, *args: _decoder_stack(stack, *args, mask="swapped"),
-        )
-    ],
-)
+ENCODER_MISTAKES = catalogue("Encoder", variant=_stack_variant)
+DECODER_MISTAKES = catalogue("Decoder", variant=_stack_variant)
 
 # --- PyTorch's modules as oracles ----------------------------------------------------------------
 
@@ -560,8 +335,6 @@ def _expect_output(exercise: str, out: torch.Tensor, reference: torch.Tensor, le
 
 # --- EncoderLayer ----------------------------------------------------------------------------------
 
-ENC_NAME = "EncoderLayer"
-
 
 def _encoder_layer_against_torch(cls, norm_first: bool, seed: int, masked: bool) -> None:
     oracle = torch_encoder_layer(norm_first, seed)
@@ -620,8 +393,6 @@ def check_encoder_layer_mask(cls) -> None:
 
 
 # --- DecoderLayer ----------------------------------------------------------------------------------
-
-DEC_NAME = "DecoderLayer"
 
 
 def _decoder_layer_against_torch(cls, norm_first: bool, seed: int, masked: bool):

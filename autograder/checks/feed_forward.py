@@ -15,9 +15,9 @@ from torch import nn
 
 from autograder.checks.core import (
     CheckFailure,
-    Mistake,
     build,
     call,
+    catalogue,
     expect_close,
     expect_device,
     expect_dtype,
@@ -59,56 +59,19 @@ def _tanh_gelu(ffn, x):
     return _ffn(ffn, x, _activation(ffn))
 
 
-MISTAKES = [
-    Mistake(
-        "no activation",
-        "There is no non-linearity between linear1 and linear2, so the two collapse into one linear "
-        "map: apply the activation to linear1's output, linear2(activation(linear1(x))).",
-        lambda ffn, x: ffn.linear2(ffn.linear1(x)),
-    ),
-    Mistake(
-        "activation after linear2 too",
-        "The activation is also applied to linear2's output; only the hidden layer goes through it: "
-        "return linear2(activation(linear1(x))) as it is.",
-        lambda ffn, x: _activation(ffn)(_ffn(ffn, x, _activation(ffn))),
-    ),
-    Mistake(
-        "activation on the input",
-        "The activation is applied to the input x, before linear1; it belongs between the two "
-        "layers: linear2(activation(linear1(x))).",
-        lambda ffn, x: ffn.linear2(ffn.linear1(_activation(ffn)(x))),
-    ),
-    Mistake(
-        "tanh approximation of GELU",
-        "For activation='gelu' you used the tanh approximation (approximate='tanh'); the course, "
-        "like torch's default, uses the exact erf form: F.gelu(x).",
-        _tanh_gelu,
-    ),
-    Mistake(
-        "ReLU where GELU was asked for",
-        "activation='gelu' was asked for but ReLU was applied: pick the function from the "
-        "activation argument (for example ACTIVATIONS[activation]) in __init__.",
-        lambda ffn, x: _ffn(ffn, x, F.relu),
-    ),
-    Mistake(
-        "GELU where ReLU was asked for",
-        "activation='relu' (the default) was asked for but GELU was applied: pick the function from "
-        "the activation argument (for example ACTIVATIONS[activation]) in __init__.",
-        lambda ffn, x: _ffn(ffn, x, F.gelu),
-    ),
-    Mistake(
-        "sigmoid instead of ReLU",
-        "The non-linearity is a sigmoid; the feed-forward network uses ReLU (F.relu) for 'relu' "
-        "and GELU (F.gelu) for 'gelu'.",
-        lambda ffn, x: _ffn(ffn, x, torch.sigmoid),
-    ),
-    Mistake(
-        "residual added inside the feed-forward network",
-        "The output includes the input (x + ...); the residual connection belongs to the encoder "
-        "layer (lesson 08), not here: return linear2(activation(linear1(x))).",
-        lambda ffn, x: x + _ffn(ffn, x, _activation(ffn)),
-    ),
-]
+MISTAKES = catalogue(
+    EXERCISE,
+    {
+        "no activation": lambda ffn, x: ffn.linear2(ffn.linear1(x)),
+        "activation after linear2 too": lambda ffn, x: _activation(ffn)(_ffn(ffn, x, _activation(ffn))),
+        "activation on the input": lambda ffn, x: ffn.linear2(ffn.linear1(_activation(ffn)(x))),
+        "tanh approximation of GELU": _tanh_gelu,
+        "ReLU where GELU was asked for": lambda ffn, x: _ffn(ffn, x, F.relu),
+        "GELU where ReLU was asked for": lambda ffn, x: _ffn(ffn, x, F.gelu),
+        "sigmoid instead of ReLU": lambda ffn, x: _ffn(ffn, x, torch.sigmoid),
+        "residual added inside the feed-forward network": lambda ffn, x: x + _ffn(ffn, x, _activation(ffn)),
+    },
+)
 
 
 # --- oracle and inputs ---------------------------------------------------------------------

@@ -15,9 +15,9 @@ from torch import nn
 
 from autograder.checks.core import (
     CheckFailure,
-    Mistake,
     build,
     call,
+    catalogue,
     expect_close,
     expect_device,
     expect_dtype,
@@ -65,74 +65,26 @@ def _cancellation(ln, x):
     return _affine(ln, (x - mean) / torch.sqrt(var + ln.eps))
 
 
-MISTAKES = [
-    Mistake(
-        "unbiased variance",
-        "The variance is divided by D - 1 (torch.var's default, unbiased=True); LayerNorm divides "
-        "by D: use x.var(dim=-1, unbiased=False, keepdim=True) or ((x - mean) ** 2).mean(-1, keepdim=True).",
-        lambda ln, x: _affine(ln, _normalized(x, eps=ln.eps, unbiased=True)),
-    ),
-    Mistake(
-        "eps outside the square root",
-        "eps is added after the square root, (x - mean) / (sqrt(var) + eps); it belongs inside "
-        "the root: (x - mean) / sqrt(var + eps).",
-        _eps_outside,
-    ),
-    Mistake(
-        "eps missing",
-        "eps is not used at all: divide by sqrt(var + eps). Without it a constant row (var = 0) "
-        "gives 0 / 0 = NaN.",
-        lambda ln, x: _affine(ln, _normalized(x, eps=0.0)),
-    ),
-    Mistake(
-        "the eps argument ignored",
-        "Your module ignores the eps it was built with (a fixed 1e-5 in forward?): store it in "
-        "__init__ (self.eps = eps) and use that in forward.",
-        lambda ln, x: _affine(ln, _normalized(x, eps=1e-5)),
-    ),
-    Mistake(
-        "standard deviation under the square root",
-        "The square root is taken of the standard deviation, sqrt(std + eps); take it of the "
-        "variance: sqrt(var + eps).",
-        _std_under_root,
-    ),
-    Mistake(
-        "normalized over the batch (dim 0)",
-        "The mean and variance are taken over dim 0, across the batch, as BatchNorm does; LayerNorm "
-        "normalizes each position over its own D features: use dim=-1.",
-        lambda ln, x: _affine(ln, _normalized(x, dims=0, eps=ln.eps)),
-    ),
-    Mistake(
-        "normalized over the positions (dim -2)",
-        "The mean and variance are taken over the positions (dim=1 or dim=-2); LayerNorm normalizes "
-        "each position over its own D features: use dim=-1.",
-        lambda ln, x: _affine(ln, _normalized(x, dims=-2, eps=ln.eps)),
-    ),
-    Mistake(
-        "normalized over batch and positions (BatchNorm)",
-        "The mean and variance are taken over the batch and the positions together, as BatchNorm "
-        "does for each feature; LayerNorm normalizes each position over its own D features: use dim=-1.",
-        lambda ln, x: _affine(ln, _normalized(x, dims=(0, 1), eps=ln.eps)),
-    ),
-    Mistake(
-        "gamma and beta not applied",
-        "The output is normalized but not scaled and shifted: finish with self.gamma * x_hat + self.beta.",
-        lambda ln, x: _normalized(x, eps=ln.eps),
-    ),
-    Mistake(
-        "gamma and beta swapped",
-        "gamma and beta are swapped: gamma scales (multiplies) the normalized value and beta shifts "
-        "it (is added): self.gamma * x_hat + self.beta.",
-        lambda ln, x: ln.beta * _normalized(x, eps=ln.eps) + ln.gamma,
-    ),
-    Mistake(
-        "variance as mean(x²) - mean(x)²",
-        "The variance is computed as mean(x²) - mean(x)², which cancels catastrophically when the "
-        "mean is large next to the spread; subtract the mean first: "
-        "((x - mean) ** 2).mean(-1, keepdim=True).",
-        _cancellation,
-    ),
-]
+MISTAKES = catalogue(
+    EXERCISE,
+    {
+        "unbiased variance": lambda ln, x: _affine(ln, _normalized(x, eps=ln.eps, unbiased=True)),
+        "eps outside the square root": _eps_outside,
+        "eps missing": lambda ln, x: _affine(ln, _normalized(x, eps=0.0)),
+        "the eps argument ignored": lambda ln, x: _affine(ln, _normalized(x, eps=1e-5)),
+        "standard deviation under the square root": _std_under_root,
+        "normalized over the batch (dim 0)": lambda ln, x: _affine(ln, _normalized(x, dims=0, eps=ln.eps)),
+        "normalized over the positions (dim -2)": lambda ln, x: _affine(
+            ln, _normalized(x, dims=-2, eps=ln.eps)
+        ),
+        "normalized over batch and positions (BatchNorm)": lambda ln, x: _affine(
+            ln, _normalized(x, dims=(0, 1), eps=ln.eps)
+        ),
+        "gamma and beta not applied": lambda ln, x: _normalized(x, eps=ln.eps),
+        "gamma and beta swapped": lambda ln, x: ln.beta * _normalized(x, eps=ln.eps) + ln.gamma,
+        "variance as mean(x²) - mean(x)²": _cancellation,
+    },
+)
 
 
 # --- oracle and inputs ---------------------------------------------------------------------

@@ -19,6 +19,7 @@ from autograder.checks.core import (
     CheckFailure,
     Mistake,
     call,
+    catalogue,
     expect_device,
     expect_parameter,
     expect_tensor,
@@ -69,134 +70,50 @@ def _ones(size: int, device, dtype=torch.bool) -> torch.Tensor:
     return torch.ones(size, size, dtype=dtype, device=device)
 
 
-CAUSAL_MISTAKES = [
-    Mistake(
-        "upper triangle (the mask transposed)",
-        "Your mask keeps the upper triangle, so each query sees the future and not the past. Row i "
-        "is query i and column j is key j: keep j <= i, the lower triangle (torch.tril).",
-        lambda size, device=None: _ones(size, device).triu(),
-    ),
-    Mistake(
-        "diagonal excluded",
-        "Your mask blocks the diagonal: a query must be allowed to attend to its own position "
-        "(key j == query i). Use torch.tril with the default diagonal=0, or j <= i rather than j < i.",
-        lambda size, device=None: _ones(size, device).tril(diagonal=-1),
-    ),
-    Mistake(
-        "inverted (True = blocked)",
-        "Your mask is inverted: it is True on the future keys. In this course True means 'may "
-        "attend', so the mask is True where key j <= query i.",
-        lambda size, device=None: _ones(size, device).triu(diagonal=1),
-    ),
-    Mistake(
-        "float mask instead of bool",
-        "Your mask holds floats (torch.ones(...) makes float32 unless told otherwise): masks are "
-        "boolean here, so create it with dtype=torch.bool or build it from a comparison such as j <= i.",
-        lambda size, device=None: _ones(size, device, torch.float32).tril(),
-    ),
-    Mistake(
-        "integer mask instead of bool",
-        "Your mask holds integers, not booleans: `~` on an integer mask flips bits (~1 == -2) instead "
-        "of True/False. Create it with dtype=torch.bool or build it from a comparison such as j <= i.",
-        lambda size, device=None: _ones(size, device, torch.long).tril(),
-    ),
-]
+CAUSAL_MISTAKES = catalogue(
+    CAUSAL,
+    {
+        "upper triangle (the mask transposed)": lambda size, device=None: _ones(size, device).triu(),
+        "diagonal excluded": lambda size, device=None: _ones(size, device).tril(diagonal=-1),
+        "inverted (True = blocked)": lambda size, device=None: _ones(size, device).triu(diagonal=1),
+        "float mask instead of bool": lambda size, device=None: _ones(size, device, torch.float32).tril(),
+        "integer mask instead of bool": lambda size, device=None: _ones(size, device, torch.long).tril(),
+    },
+)
 
 
-def _pad_hint(shape: str, why: str) -> str:
-    return (
-        f"Your mask has shape {shape}. Broadcasting lines shapes up from the right, so against the "
-        f"scores [B, h, T_q, T_k] {why} Add the two singleton axes in the middle: "
-        "(tokens != pad_id)[:, None, None, :] has shape [B, 1, 1, T]."
-    )
-
-
-PADDING_MISTAKES = [
-    Mistake(
-        "inverted (tokens == pad_id)",
-        "Your mask is True at the padding: it is inverted. True means 'may attend', so keep the real "
-        "tokens: tokens != pad_id.",
-        lambda tokens, pad_id: (tokens == pad_id)[:, None, None, :],
-    ),
-    Mistake(
-        "pad_id hard-coded to 0",
-        "Your mask compares the tokens with 0, not with the pad_id argument: padding is not always "
-        "token 0 (the checks also use other pad ids, where 0 is an ordinary word). Use tokens != pad_id.",
-        lambda tokens, pad_id: (tokens != 0)[:, None, None, :],
-    ),
-    Mistake(
-        "shape [B, T]",
-        _pad_hint(
-            "[B, T]",
-            "its B axis would meet T_q and its T axis T_k: an error, or worse, a wrong mask when B == T_q.",
-        ),
-        lambda tokens, pad_id: tokens != pad_id,
-    ),
-    Mistake(
-        "shape [B, 1, T]",
-        _pad_hint("[B, 1, T]", "its B axis would meet the heads h: an error, or a wrong mask when B == h."),
-        lambda tokens, pad_id: (tokens != pad_id)[:, None, :],
-    ),
-    Mistake(
-        "shape [B, T, 1, 1]",
-        _pad_hint(
-            "[B, T, 1, 1]",
-            "its T axis would meet the heads h and block whole heads, not keys: the key axis must come last.",
-        ),
-        lambda tokens, pad_id: (tokens != pad_id)[:, :, None, None],
-    ),
-    Mistake(
-        "wrong dtype (not bool)",
-        "Your mask is not boolean (a .long(), .int() or .float() turned it into numbers): masks are "
-        "boolean here, and tokens != pad_id already is one; drop the conversion.",
-        lambda tokens, pad_id: (tokens != pad_id).long()[:, None, None, :],
-    ),
-]
+PADDING_MISTAKES = catalogue(
+    PADDING,
+    {
+        "inverted (tokens == pad_id)": lambda tokens, pad_id: (tokens == pad_id)[:, None, None, :],
+        "pad_id hard-coded to 0": lambda tokens, pad_id: (tokens != 0)[:, None, None, :],
+        "shape [B, T]": lambda tokens, pad_id: tokens != pad_id,
+        "shape [B, 1, T]": lambda tokens, pad_id: (tokens != pad_id)[:, None, :],
+        "shape [B, T, 1, 1]": lambda tokens, pad_id: (tokens != pad_id)[:, :, None, None],
+        "wrong dtype (not bool)": lambda tokens, pad_id: (tokens != pad_id).long()[:, None, None, :],
+    },
+)
 
 
 def _causal_for(tokens: torch.Tensor) -> torch.Tensor:
     return expected_causal(tokens.size(1), tokens.device)
 
 
-DECODER_MISTAKES = [
-    Mistake(
-        "causal only (padding forgotten)",
-        "Your mask is the causal mask alone: the padding is forgotten, so queries still attend to pad "
-        "tokens. Combine both: padding_mask(tokens, pad_id) & causal_mask(T, tokens.device).",
-        lambda tokens, pad_id: _causal_for(tokens),
-    ),
-    Mistake(
-        "padding only (causal forgotten)",
-        "Your mask is the padding mask alone: the causal part is forgotten, so each query sees the "
-        "future tokens. Combine both: padding_mask(tokens, pad_id) & causal_mask(T, tokens.device).",
-        lambda tokens, pad_id: expected_padding(tokens, pad_id),
-    ),
-    Mistake(
-        "OR instead of AND",
-        "Your mask lets a query attend where either mask allows it (|). A key must be allowed by both "
-        "masks, not padding AND not in the future: combine them with &.",
-        lambda tokens, pad_id: expected_padding(tokens, pad_id) | _causal_for(tokens),
-    ),
-    Mistake(
-        "padding applied to the queries (rows)",
-        "Your mask blocks the rows of the pad positions (queries) instead of their columns (keys): "
-        "the padding mask must have its T axis last, [B, 1, 1, T], so that it hides pad keys from "
-        "every query.",
-        lambda tokens, pad_id: (tokens != pad_id)[:, None, :, None] & _causal_for(tokens),
-    ),
-    Mistake(
-        "pad_id hard-coded to 0",
-        "Your mask compares the tokens with 0, not with the pad_id argument: padding is not always "
-        "token 0 (the checks also use other pad ids, where 0 is an ordinary word). Use tokens != pad_id.",
-        lambda tokens, pad_id: expected_decoder(tokens, 0),
-    ),
-    Mistake(
-        "shape [B, T, T] (no head axis)",
-        "Your mask has shape [B, T, T]: against the scores [B, h, T, T] its B axis would meet the "
-        "heads h. Keep the head axis: a padding mask [B, 1, 1, T] & a causal mask [T, T] gives [B, 1, T, T].",
-        lambda tokens, pad_id: (tokens != pad_id)[:, None, :] & _causal_for(tokens),
-    ),
-]
+DECODER_MISTAKES = catalogue(
+    DECODER,
+    {
+        "causal only (padding forgotten)": lambda tokens, pad_id: _causal_for(tokens),
+        "padding only (causal forgotten)": lambda tokens, pad_id: expected_padding(tokens, pad_id),
+        "OR instead of AND": lambda tokens, pad_id: expected_padding(tokens, pad_id) | _causal_for(tokens),
+        "padding applied to the queries (rows)": lambda tokens, pad_id: (
+            (tokens != pad_id)[:, None, :, None] & _causal_for(tokens)
+        ),
+        "pad_id hard-coded to 0": lambda tokens, pad_id: expected_decoder(tokens, 0),
+        "shape [B, T, T] (no head axis)": lambda tokens, pad_id: (
+            (tokens != pad_id)[:, None, :] & _causal_for(tokens)
+        ),
+    },
+)
 
 
 # ---------------------------------------------------------------- comparing masks

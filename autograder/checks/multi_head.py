@@ -21,9 +21,9 @@ from torch import nn
 
 from autograder.checks.core import (
     CheckFailure,
-    Mistake,
     build,
     call,
+    catalogue,
     expect_close,
     expect_device,
     expect_dtype,
@@ -100,32 +100,23 @@ def _split_blocks(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     return torch.stack(x.chunk(n_heads, dim=-1), dim=1)
 
 
-SPLIT_MISTAKES = [
-    Mistake(
-        "view straight to [B, h, T, d_k]",
-        "view(B, h, T, d_k) reads the numbers in memory order, so each 'head' gets a mix of "
-        "positions: view to [B, T, h, d_k] first (split the features), then transpose(1, 2).",
-        lambda x, n_heads: x.reshape(x.size(0), n_heads, x.size(1), x.size(2) // n_heads),
-    ),
-    Mistake(
-        "no transpose after the view",
-        "The result is [B, T, h, d_k]: the heads are split but not moved in front of T; add "
-        ".transpose(1, 2) after the view.",
-        lambda x, n_heads: x.reshape(x.size(0), x.size(1), n_heads, x.size(2) // n_heads),
-    ),
-    Mistake(
-        "transposed the last two axes",
-        "After view(B, T, h, d_k) you swapped the last two axes (giving [B, T, d_k, h]); swap "
-        "axes 1 and 2 (T and h) with .transpose(1, 2).",
-        lambda x, n_heads: x.reshape(x.size(0), x.size(1), n_heads, x.size(2) // n_heads).transpose(-2, -1),
-    ),
-    Mistake(
-        "heads take every h-th feature",
-        "Each head got every h-th feature (view(B, T, d_k, h)); a head must get a block of d_k "
-        "neighbouring features: view(B, T, h, d_k), then transpose(1, 2).",
-        lambda x, n_heads: x.reshape(x.size(0), x.size(1), x.size(2) // n_heads, n_heads).permute(0, 3, 1, 2),
-    ),
-]
+SPLIT_MISTAKES = catalogue(
+    SPLIT_HEADS,
+    {
+        "view straight to [B, h, T, d_k]": lambda x, n_heads: x.reshape(
+            x.size(0), n_heads, x.size(1), x.size(2) // n_heads
+        ),
+        "no transpose after the view": lambda x, n_heads: x.reshape(
+            x.size(0), x.size(1), n_heads, x.size(2) // n_heads
+        ),
+        "transposed the last two axes": lambda x, n_heads: x.reshape(
+            x.size(0), x.size(1), n_heads, x.size(2) // n_heads
+        ).transpose(-2, -1),
+        "heads take every h-th feature": lambda x, n_heads: x.reshape(
+            x.size(0), x.size(1), x.size(2) // n_heads, n_heads
+        ).permute(0, 3, 1, 2),
+    },
+)
 
 
 def compare_split(fn, x: torch.Tensor, n_heads: int, expected: torch.Tensor | None = None) -> None:
@@ -174,27 +165,16 @@ def _merge_blocks(x: torch.Tensor) -> torch.Tensor:
     return torch.cat(x.unbind(dim=1), dim=-1)
 
 
-MERGE_MISTAKES = [
-    Mistake(
-        "view without transposing back",
-        "view(B, T, D) straight from [B, h, T, d_k] mixes positions from different heads: "
-        "transpose(1, 2) first (to [B, T, h, d_k]), then .contiguous().view(B, T, D).",
-        lambda x: x.reshape(x.size(0), x.size(2), x.size(1) * x.size(3)),
-    ),
-    Mistake(
-        "transposed but not flattened",
-        "The result is [B, T, h, d_k]: after transpose(1, 2), join the last two axes into D "
-        "with .contiguous().view(B, T, h * d_k).",
-        lambda x: x.transpose(1, 2),
-    ),
-    Mistake(
-        "heads interleaved",
-        "Feature j of head i landed in column j * h + i; head i's d_k features must stay "
-        "together in columns i * d_k ... (i + 1) * d_k - 1: transpose(1, 2), not a permute that "
-        "puts d_k before h, then view.",
-        lambda x: x.permute(0, 2, 3, 1).reshape(x.size(0), x.size(2), x.size(1) * x.size(3)),
-    ),
-]
+MERGE_MISTAKES = catalogue(
+    MERGE_HEADS,
+    {
+        "view without transposing back": lambda x: x.reshape(x.size(0), x.size(2), x.size(1) * x.size(3)),
+        "transposed but not flattened": lambda x: x.transpose(1, 2),
+        "heads interleaved": lambda x: x.permute(0, 2, 3, 1).reshape(
+            x.size(0), x.size(2), x.size(1) * x.size(3)
+        ),
+    },
+)
 
 
 def compare_merge(fn, x: torch.Tensor, expected: torch.Tensor | None = None) -> None:
@@ -284,64 +264,35 @@ def _merge_without_transpose(x):
     return x.reshape(x.size(0), x.size(2), x.size(1) * x.size(3))
 
 
-MHA_MISTAKES = [
-    Mistake(
-        "no output projection",
-        "The merged heads are returned as they are: pass them through the output projection "
-        "self.w_o (the W^O that mixes the heads) before returning.",
-        lambda m, query, key, value, mask=None: _mha(m, query, key, value, mask, out=False),
-    ),
-    Mistake(
-        "one projection for q, k and v",
-        "The keys and values are projected with w_q too: use self.w_q for the query, "
-        "self.w_k for the key and self.w_v for the value.",
-        lambda m, query, key, value, mask=None: _mha(m, query, key, value, mask, proj=(m.w_q,) * 3),
-    ),
-    Mistake(
-        "value projected from the key input",
-        "The values come from the `key` argument: compute v = self.w_v(value), from the `value` "
-        "argument (in cross-attention key and value can differ).",
-        lambda m, query, key, value, mask=None: _mha(m, query, key, value, mask, value_from=key),
-    ),
-    Mistake(
-        "keys and values swapped",
-        "The keys come from the `value` argument and the values from `key`: k = self.w_k(key), "
-        "v = self.w_v(value).",
-        lambda m, query, key, value, mask=None: _mha(
+MHA_MISTAKES = catalogue(
+    MHA,
+    {
+        "no output projection": lambda m, query, key, value, mask=None: _mha(
+            m, query, key, value, mask, out=False
+        ),
+        "one projection for q, k and v": lambda m, query, key, value, mask=None: _mha(
+            m, query, key, value, mask, proj=(m.w_q,) * 3
+        ),
+        "value projected from the key input": lambda m, query, key, value, mask=None: _mha(
+            m, query, key, value, mask, value_from=key
+        ),
+        "keys and values swapped": lambda m, query, key, value, mask=None: _mha(
             m, query, key, value, mask, key_from=value, value_from=key
         ),
-    ),
-    Mistake(
-        "heads split without transpose",
-        "The heads were split with a view straight to [B, h, T, d_k], which mixes positions "
-        "across heads; look at split_heads: view(B, T, h, d_k), then transpose(1, 2).",
-        lambda m, query, key, value, mask=None: _mha(
+        "heads split without transpose": lambda m, query, key, value, mask=None: _mha(
             m, query, key, value, mask, split=_split_without_transpose
         ),
-    ),
-    Mistake(
-        "heads merged without transpose",
-        "The heads were merged with a view straight from [B, h, T_q, d_k] to [B, T_q, D], which "
-        "mixes positions across heads; look at merge_heads: transpose(1, 2) first, then view.",
-        lambda m, query, key, value, mask=None: _mha(
+        "heads merged without transpose": lambda m, query, key, value, mask=None: _mha(
             m, query, key, value, mask, merge=_merge_without_transpose
         ),
-    ),
-    Mistake(
-        "scaled by sqrt(D) instead of sqrt(d_k)",
-        "The scores are divided by sqrt(d_model); each head works in d_k = D / h dimensions, "
-        "so divide by sqrt(d_k) (what scaled_dot_product_attention does on [B, h, T, d_k] inputs).",
-        lambda m, query, key, value, mask=None: _mha(
+        "scaled by sqrt(D) instead of sqrt(d_k)": lambda m, query, key, value, mask=None: _mha(
             m, query, key, value, mask, scale=math.sqrt(query.size(-1))
         ),
-    ),
-    Mistake(
-        "mask ignored",
-        "The mask has no effect: pass it on to scaled_dot_product_attention(q, k, v, mask) "
-        "(it broadcasts over the heads axis).",
-        lambda m, query, key, value, mask=None: _mha(m, query, key, value, mask, use_mask=False),
-    ),
-]
+        "mask ignored": lambda m, query, key, value, mask=None: _mha(
+            m, query, key, value, mask, use_mask=False
+        ),
+    },
+)
 
 
 @contextlib.contextmanager

@@ -31,9 +31,9 @@ from torch import nn
 
 from autograder.checks.core import (
     CheckFailure,
-    Mistake,
     build,
     call,
+    catalogue,
     expect_close,
     expect_device,
     expect_dtype,
@@ -57,38 +57,16 @@ GENERATOR = "Generator"
 G_B, G_T, G_D, G_V = 2, 5, 6, 11
 LOG_PROBS = "[B, T, V]"
 
-GENERATOR_MISTAKES = [
-    Mistake(
-        "softmax instead of log_softmax",
-        "Your output holds probabilities (a softmax); the Generator returns log-probabilities: "
-        "use torch.log_softmax(self.proj(x), dim=-1).",
-        lambda self, x: torch.softmax(self.proj(x), dim=-1),
-    ),
-    Mistake(
-        "raw logits",
-        "Your output is the raw projection (the logits): apply torch.log_softmax(..., dim=-1) "
-        "to self.proj(x).",
-        lambda self, x: self.proj(x),
-    ),
-    Mistake(
-        "log_softmax over the batch (dim=0)",
-        "The log_softmax runs over dim=0, the batch; normalise over the vocabulary, the last "
-        "dimension: dim=-1.",
-        lambda self, x: torch.log_softmax(self.proj(x), dim=0),
-    ),
-    Mistake(
-        "log_softmax over the positions (dim=1)",
-        "The log_softmax runs over dim=1, the positions T; normalise over the vocabulary, the "
-        "last dimension: dim=-1.",
-        lambda self, x: torch.log_softmax(self.proj(x), dim=1),
-    ),
-    Mistake(
-        "log of a softmax",
-        "torch.log(torch.softmax(...)) underflows to -inf when the logits differ by more than a "
-        "few hundred; use torch.log_softmax, which subtracts the log-sum-exp instead.",
-        lambda self, x: torch.log(torch.softmax(self.proj(x), dim=-1)),
-    ),
-]
+GENERATOR_MISTAKES = catalogue(
+    GENERATOR,
+    {
+        "softmax instead of log_softmax": lambda self, x: torch.softmax(self.proj(x), dim=-1),
+        "raw logits": lambda self, x: self.proj(x),
+        "log_softmax over the batch (dim=0)": lambda self, x: torch.log_softmax(self.proj(x), dim=0),
+        "log_softmax over the positions (dim=1)": lambda self, x: torch.log_softmax(self.proj(x), dim=1),
+        "log of a softmax": lambda self, x: torch.log(torch.softmax(self.proj(x), dim=-1)),
+    },
+)
 
 
 def generator_module(cls, d_model: int, vocab_size: int):
@@ -221,83 +199,15 @@ def _transformer_states(
     )
 
 
-NO_PE_HINT = (
-    "Neither the source nor the target gets the positional encoding: pass both embeddings through "
-    "self.positional, encoder(positional(src_embed(src))) and decoder(positional(tgt_embed(tgt)), ...)."
-)
-NO_SRC_PE_HINT = (
-    "The source embeddings reach the encoder without the positional encoding: encode must compute "
-    "encoder(positional(src_embed(src)), src_mask)."
-)
-NO_TGT_PE_HINT = (
-    "The target embeddings reach the decoder without the positional encoding: decode must compute "
-    "decoder(positional(tgt_embed(tgt)), memory, src_mask, tgt_mask)."
-)
-ZERO_MEMORY_HINT = (
-    "The decoder does not see the encoder's output: the output does not depend on the source. "
-    "Pass the memory returned by encode to the decoder (decoder(y, memory, src_mask, tgt_mask))."
-)
-ENCODER_MASK_HINT = (
-    "The encoder ignores the source padding: call self.encoder(x, src_mask), so that no source "
-    "position attends to a padding token."
-)
-CROSS_MASK_HINT = (
-    "The decoder's cross-attention sees the source padding: pass src_mask to the decoder, "
-    "decoder(y, memory, src_mask, tgt_mask)."
-)
-CAUSAL_HINT = (
-    "The decoder's self-attention ignores tgt_mask, so a position sees the target tokens after it: "
-    "pass tgt_mask to the decoder, decoder(y, memory, src_mask, tgt_mask)."
-)
-GENERATOR_IN_FORWARD_HINT = (
-    "forward returns log-probabilities [B, T_tgt, V_tgt]; it must return the decoder's states "
-    "[B, T_tgt, D] and leave model.generator to its caller (the loss, greedy_decode)."
-)
-
-TRANSFORMER_MISTAKES = [
-    Mistake(
-        "no positional encoding",
-        NO_PE_HINT,
-        lambda self, src, tgt, sm, tm: _transformer_states(
-            self, src, tgt, sm, tm, src_pe=False, tgt_pe=False
+TRANSFORMER_MISTAKES = catalogue(
+    TRANSFORMER,
+    {
+        "generator applied in forward": lambda self, src, tgt, sm, tm: self.generator(
+            _transformer_states(self, src, tgt, sm, tm)
         ),
-    ),
-    Mistake(
-        "no positional encoding on the source",
-        NO_SRC_PE_HINT,
-        lambda self, src, tgt, sm, tm: _transformer_states(self, src, tgt, sm, tm, src_pe=False),
-    ),
-    Mistake(
-        "no positional encoding on the target",
-        NO_TGT_PE_HINT,
-        lambda self, src, tgt, sm, tm: _transformer_states(self, src, tgt, sm, tm, tgt_pe=False),
-    ),
-    Mistake(
-        "encoder output not passed to the decoder",
-        ZERO_MEMORY_HINT,
-        lambda self, src, tgt, sm, tm: _transformer_states(self, src, tgt, sm, tm, zero_memory=True),
-    ),
-    Mistake(
-        "src_mask not given to the encoder",
-        ENCODER_MASK_HINT,
-        lambda self, src, tgt, sm, tm: _transformer_states(self, src, tgt, sm, tm, encoder_mask=False),
-    ),
-    Mistake(
-        "src_mask not given to the decoder",
-        CROSS_MASK_HINT,
-        lambda self, src, tgt, sm, tm: _transformer_states(self, src, tgt, sm, tm, cross_mask=False),
-    ),
-    Mistake(
-        "tgt_mask ignored",
-        CAUSAL_HINT,
-        lambda self, src, tgt, sm, tm: _transformer_states(self, src, tgt, sm, tm, self_mask=False),
-    ),
-    Mistake(
-        "generator applied in forward",
-        GENERATOR_IN_FORWARD_HINT,
-        lambda self, src, tgt, sm, tm: self.generator(_transformer_states(self, src, tgt, sm, tm)),
-    ),
-]
+    },
+    variant=_transformer_states,
+)
 
 
 def transformer_args(src_vocab=SRC_VOCAB, tgt_vocab=TGT_VOCAB, d_model=D_MODEL, n_heads=N_HEADS,
@@ -460,7 +370,8 @@ def check_transformer_properties(cls) -> None:
                 module,
                 (src, tgt, src_mask, causal),
                 ["tgt_mask ignored"],
-                "changing the last target token changed the outputs at earlier positions. " + CAUSAL_HINT,
+                "changing the last target token changed the outputs at earlier positions. "
+                + named(TRANSFORMER_MISTAKES, "tgt_mask ignored").hint,
             )
         )
 
@@ -487,7 +398,8 @@ def check_transformer_properties(cls) -> None:
                 module,
                 args,
                 ["encoder output not passed to the decoder"],
-                f"changing a source token did not change the output. {ZERO_MEMORY_HINT}",
+                "changing a source token did not change the output. "
+                + named(TRANSFORMER_MISTAKES, "encoder output not passed to the decoder").hint,
             )
         )
 
@@ -755,85 +667,13 @@ def _greedy_variant(
     return ys
 
 
-GREEDY_MISTAKES = [
-    Mistake(
-        "argmax over the positions",
-        "The argmax runs over the positions (dim=1 of the [B, t, V] log-probabilities), not the "
-        "vocabulary: take the last position's log-probabilities [B, V] and argmax over dim=-1.",
-        lambda *a, **k: _greedy_variant(*a, **k, pick="positions"),
-    ),
-    Mistake(
-        "next token read from the first position",
-        "The next token is read from the first position's output (out[:, 0]); the prediction for "
-        "the next token sits at the last position, out[:, -1].",
-        lambda *a, **k: _greedy_variant(*a, **k, pick="first"),
-    ),
-    Mistake(
-        "no causal mask",
-        "model.decode gets no causal mask, so every position sees the later ones and the states "
-        "differ from training's: pass tgt_mask = causal_mask(ys.size(1), src.device).",
-        lambda *a, **k: _greedy_variant(*a, **k, causal=False),
-    ),
-    Mistake(
-        "generated tokens not fed back",
-        "The decoder's input holds only start symbols: append each new token to ys and give the "
-        "whole ys to model.decode at the next step.",
-        lambda *a, **k: _greedy_variant(*a, **k, feed="start"),
-    ),
-    Mistake(
-        "only the last token fed",
-        "model.decode gets only the last token; the decoder needs the whole prefix ys (start "
-        "symbol and every token so far) at every step.",
-        lambda *a, **k: _greedy_variant(*a, **k, feed="last"),
-    ),
-    Mistake(
-        "src_mask not passed to decode",
-        "model.decode gets src_mask=None, so the cross-attention sees the source padding: pass "
-        "src_mask to model.decode(memory, src_mask, ys, tgt_mask).",
-        lambda *a, **k: _greedy_variant(*a, **k, pass_src_mask=False),
-    ),
-    Mistake(
-        "one token too many",
-        "The output has max_len + 1 tokens: the start symbol counts, so loop max_len - 1 times.",
-        lambda *a, **k: _greedy_variant(*a, **k, steps_extra=1),
-    ),
-    Mistake(
-        "float tokens",
-        "The tokens are floats: create ys with dtype=torch.long (torch.full(..., dtype=torch.long)) "
-        "so that it can index embeddings.",
-        lambda *a, **k: _greedy_variant(*a, **k, dtype=DTYPE),
-    ),
-    Mistake(
-        "end_symbol ignored",
-        "Decoding does not react to end_symbol: once a row has produced it, the row keeps "
-        "producing end_symbol, and decoding stops when every row has.",
-        lambda *a, **k: _greedy_variant(*a, **k, use_end=False),
-    ),
-    Mistake(
-        "finished rows not padded",
-        "A row that has produced end_symbol goes on with other tokens; after end_symbol a row must "
-        "keep producing end_symbol (next_token.masked_fill(finished, end_symbol)).",
-        lambda *a, **k: _greedy_variant(*a, **k, pad_finished=False),
-    ),
-    Mistake(
-        "no early stop",
-        "Decoding runs to max_len after every row has produced end_symbol; stop the loop as soon as "
-        "all rows are finished.",
-        lambda *a, **k: _greedy_variant(*a, **k, early_stop="never"),
-    ),
-    Mistake(
-        "stops when any row ends",
-        "Decoding stops when the first row produces end_symbol; stop only when every row has "
-        "(finished.all(), not any()).",
-        lambda *a, **k: _greedy_variant(*a, **k, early_stop="any"),
-    ),
-    Mistake(
-        "last end_symbol dropped",
-        "The loop stops before appending the token that finished the last row: append next_token to "
-        "ys first, then stop when every row has produced end_symbol.",
-        lambda *a, **k: _greedy_variant(*a, **k, append_last=False),
-    ),
-]
+GREEDY_MISTAKES = catalogue(
+    GREEDY,
+    {
+        "float tokens": lambda *a, **k: _greedy_variant(*a, **k, dtype=DTYPE),
+    },
+    variant=_greedy_variant,
+)
 
 
 def greedy_case(seed: int, batch=GREEDY_B, t_src=GREEDY_T_SRC, src_vocab=GREEDY_SRC_VOCAB,

@@ -19,6 +19,7 @@ from autograder.checks.core import (
     Mistake,
     build,
     call,
+    catalogue,
     expect_close,
     expect_device,
     expect_shape,
@@ -87,60 +88,16 @@ def _variant(
     return pe
 
 
-TABLE_MISTAKES = [
-    Mistake(
-        "sin and cos swapped",
-        "The even columns hold cos and the odd columns sin; it is the other way round: "
-        "pe[:, 0::2] = sin(...), pe[:, 1::2] = cos(...).",
-        lambda max_len, d_model: _variant(max_len, d_model, cos_first=True),
-    ),
-    Mistake(
-        "exponent j/D for every column j",
-        "Each column got its own frequency 10000^(-j/D); columns 2i and 2i+1 must share one, "
-        "10000^(-2i/D): take the exponents from torch.arange(0, d_model, 2).",
-        lambda max_len, d_model: _variant(max_len, d_model, exponent="column"),
-    ),
-    Mistake(
-        "exponent i/D instead of 2i/D",
-        "The exponent uses the pair index i = 0, 1, 2, ... where the paper has 2i = 0, 2, 4, ...: "
-        "take the exponents from torch.arange(0, d_model, 2), not torch.arange(d_model // 2).",
-        lambda max_len, d_model: _variant(max_len, d_model, exponent="i"),
-    ),
-    Mistake(
-        "positive exponent",
-        "The frequencies grow with i (10000^(+2i/D)); they must shrink: exp(-2i * ln(10000) / D), "
-        "with the minus sign.",
-        lambda max_len, d_model: _variant(max_len, d_model, sign=1.0),
-    ),
-    Mistake(
-        "sin and cos in two halves",
-        "The sin columns come first and the cos columns after them (torch.cat); the paper interleaves "
-        "them: sin in the even columns (pe[:, 0::2]), cos in the odd ones (pe[:, 1::2]).",
-        lambda max_len, d_model: _variant(max_len, d_model, halves=True),
-    ),
-    Mistake(
-        "base 1000",
-        "The base of the frequencies is 1000; the paper uses 10000 (math.log(10000.0)).",
-        lambda max_len, d_model: _variant(max_len, d_model, base=1000.0),
-    ),
-    Mistake(
-        "log10 instead of the natural log",
-        "The exponent uses math.log10(10000) = 4; exp needs the natural log: math.log(10000.0).",
-        lambda max_len, d_model: _variant(max_len, d_model, log=math.log10),
-    ),
-    Mistake(
-        "the log is missing",
-        "The frequencies are exp(-2i * 10000 / D), which is 0 for every i > 0; take the log of the "
-        "base: exp(-2i * math.log(10000.0) / D).",
-        lambda max_len, d_model: _variant(max_len, d_model, log=lambda base: base),
-    ),
-    Mistake(
-        "positions start at 1",
-        "The positions run from 1 to max_len; they start at 0 (torch.arange(max_len)), so row 0 is "
-        "sin(0) = 0, cos(0) = 1.",
-        lambda max_len, d_model: _variant(max_len, d_model, start=1),
-    ),
-]
+TABLE_MISTAKES = catalogue(
+    TABLE,
+    {
+        "log10 instead of the natural log": lambda max_len, d_model: _variant(
+            max_len, d_model, log=math.log10
+        ),
+        "the log is missing": lambda max_len, d_model: _variant(max_len, d_model, log=lambda base: base),
+    },
+    variant=_variant,
+)
 
 
 def _expect_float(exercise: str, what: str, table: torch.Tensor) -> None:
@@ -238,82 +195,35 @@ def _add_in_place(self, x):
     return x
 
 
-FORWARD_MISTAKES = [
-    Mistake(
-        "pe multiplied, not added",
-        "The encoding is multiplied into x; it is added: x + self.pe[:T].",
-        lambda self, x: x * self.pe[: x.size(1)],
-    ),
-    Mistake(
-        "pe offset by one position",
-        "Position t got the encoding of position t + 1 (self.pe[1:T + 1]); position 0 gets row 0: "
-        "self.pe[:T].",
-        lambda self, x: x + self.pe[1 : x.size(1) + 1],
-    ),
-    Mistake(
-        "pe sliced on the wrong axis",
-        "self.pe[:, :T] slices the columns (D) of the [max_len, D] table; take its first T rows, "
-        "self.pe[:T].",
-        lambda self, x: x + self.pe[:, : x.size(1)],
-    ),
-    Mistake(
-        "the whole table added",
-        "The whole [max_len, D] table is added to x [B, T, D]; add only the rows of the T positions "
-        "in x: self.pe[:T], with T = x.size(1).",
-        lambda self, x: x + self.pe,
-    ),
-    Mistake(
-        "T taken from the batch axis",
-        "The table is cut to x.size(0) rows, which is the batch size B; the sequence length T is x.size(1).",
-        lambda self, x: x + self.pe[: x.size(0)],
-    ),
-    Mistake(
-        "T taken from the feature axis",
-        "The table is cut to x.size(-1) rows, which is d_model; the sequence length T is x.size(1).",
-        lambda self, x: x + self.pe[: x.size(-1)],
-    ),
-    Mistake(
-        "x changed in place",
-        "Writing x += ... or x.add_(...) changes the caller's tensor too: return a new tensor, "
-        "x + self.pe[:T].",
-        _add_in_place,
-    ),
-]
-LENGTH_MISTAKES = [
-    Mistake(
-        "no check that T <= max_len",
-        "A sequence longer than max_len must raise a ValueError that says so: compare T = x.size(1) "
-        "with max_len = self.pe.size(0) before slicing.",
-        lambda self, x: self.dropout(x + self.pe[: x.size(1)]),
-    ),
-    Mistake(
-        "T == max_len rejected",
-        "A sequence of exactly max_len tokens fits the table: raise only when T > max_len.",
-        _length_check_ge,
-    ),
-]
-DROPOUT_MISTAKES = [
-    Mistake(
-        "no dropout",
-        "The sum is not passed through dropout: return self.dropout(x + self.pe[:T]), with "
-        "self.dropout = nn.Dropout(dropout) made in __init__.",
-        lambda self, x: _checked(self, x) + self.pe[: x.size(1)],
-    ),
-    Mistake(
-        "dropout before the addition",
-        "Dropout is applied to x before the encoding is added; the paper applies it to the sum: "
-        "self.dropout(x + self.pe[:T]).",
-        lambda self, x: self.dropout(_checked(self, x)) + self.pe[: x.size(1)],
-    ),
-    Mistake(
-        "dropout also in eval mode",
-        "F.dropout without training=self.training keeps dropping in eval mode; use the module "
-        "nn.Dropout, which switches itself off after .eval().",
-        lambda self, x: torch.nn.functional.dropout(
+FORWARD_MISTAKES = catalogue(
+    MODULE,
+    {
+        "pe multiplied, not added": lambda self, x: x * self.pe[: x.size(1)],
+        "pe offset by one position": lambda self, x: x + self.pe[1 : x.size(1) + 1],
+        "pe sliced on the wrong axis": lambda self, x: x + self.pe[:, : x.size(1)],
+        "the whole table added": lambda self, x: x + self.pe,
+        "T taken from the batch axis": lambda self, x: x + self.pe[: x.size(0)],
+        "T taken from the feature axis": lambda self, x: x + self.pe[: x.size(-1)],
+        "x changed in place": _add_in_place,
+    },
+)
+LENGTH_MISTAKES = catalogue(
+    MODULE,
+    {
+        "no check that T <= max_len": lambda self, x: self.dropout(x + self.pe[: x.size(1)]),
+        "T == max_len rejected": _length_check_ge,
+    },
+)
+DROPOUT_MISTAKES = catalogue(
+    MODULE,
+    {
+        "no dropout": lambda self, x: _checked(self, x) + self.pe[: x.size(1)],
+        "dropout before the addition": lambda self, x: self.dropout(_checked(self, x)) + self.pe[: x.size(1)],
+        "dropout also in eval mode": lambda self, x: torch.nn.functional.dropout(
             _checked(self, x) + self.pe[: x.size(1)], self.dropout.p, training=True
         ),
-    ),
-]
+    },
+)
 MODULE_MISTAKES = FORWARD_MISTAKES + LENGTH_MISTAKES + DROPOUT_MISTAKES
 
 _BROADCAST = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")

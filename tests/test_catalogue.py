@@ -1,0 +1,51 @@
+"""The mistake catalogue is data (autograder/checks/catalogue/*.toml) and the checks compute it:
+each entry is computed exactly once, under its name, and the engine refuses what it cannot read."""
+
+import pytest
+
+from autograder.checks import core
+from autograder.lessons import EXERCISES
+from tests.test_mutations import CATALOGUE
+
+
+def test_every_entry_is_computed_once_in_the_files_order():
+    data = core.catalogue_data()
+    assert sorted(data) == sorted(CATALOGUE), "the data files and the checks catalogue other exercises"
+    for exercise, entries in data.items():
+        written = [entry["name"] for entry in entries]
+        assert len(set(written)) == len(written), f"{exercise}: a mistake is catalogued twice"
+        assert [m.name for m in CATALOGUE[exercise]] == written, f"{exercise}: computed {CATALOGUE[exercise]}"
+
+
+def test_every_catalogued_exercise_is_an_exercise_of_a_lesson():
+    exercises = {e for lesson in EXERCISES.values() for e in lesson}
+    assert set(core.catalogue_data()) <= exercises
+
+
+@pytest.mark.parametrize("exercise", sorted(CATALOGUE))
+def test_hints_are_sentences_that_say_what_to_do(exercise):
+    for mistake in CATALOGUE[exercise]:
+        assert mistake.hint.endswith((".", ")")), f"{mistake.name}: {mistake.hint}"
+        assert 20 < len(mistake.hint) < 400, f"{mistake.name}: a hint of {len(mistake.hint)} characters"
+
+
+def test_a_computation_without_an_entry_is_refused():
+    with pytest.raises(ValueError, match=r"Embedding: no entry in catalogue/ for \['made up'\]"):
+        core.catalogue("Embedding", {"made up": lambda self, tokens: tokens})
+
+
+def test_an_entry_with_an_unknown_key_is_refused(tmp_path, monkeypatch):
+    (tmp_path / "x.toml").write_text('[[Embedding]]\nname = "a"\nhint = "b"\nswich = { c = 1 }\n')
+    monkeypatch.setattr(core, "CATALOGUE_FOLDER", tmp_path)
+    core.catalogue_data.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="other keys than name, hint and switch"):
+            core.catalogue_data()
+    finally:
+        core.catalogue_data.cache_clear()
+
+
+def test_a_switch_computes_the_variant_with_its_arguments():
+    switches = {e["name"]: e["switch"] for e in core.catalogue_data()["Decoder"]}
+    for mistake in core.catalogue("Decoder", variant=lambda stack, **switch: (stack, switch)):
+        assert mistake.compute("stack") == ("stack", switches[mistake.name])
