@@ -10,19 +10,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from autograder.checks.core import (
-    CheckFailure,
-    call,
-    catalogue,
-    expect_close,
-    expect_device,
-    expect_dtype,
-    expect_shape,
-    expect_tensor,
-    mistake_outputs,
-    passed,
-    unchanged,
-)
+from autograder.checks import core
 from autograder.checks.device import DEVICE, random_tensor
 
 EXERCISE = "scaled_dot_product_attention"
@@ -50,7 +38,7 @@ def _zero_masked(out_weights, mask, v):
     return weights @ v, weights
 
 
-MISTAKES = catalogue(
+MISTAKES = core.catalogue(
     EXERCISE,
     {
         "no scaling": lambda q, k, v, mask=None: _zero_masked(
@@ -113,10 +101,10 @@ def _expected(q, k, v, mask=None):
 def _run(fn, q, k, v, mask=None):
     """Call the learner's function, check it returned (out, weights) and left its inputs alone."""
     inputs = {"q": q, "k": k, "v": v} | ({} if mask is None else {"mask": mask})
-    with unchanged(EXERCISE, **inputs):
-        result = call(EXERCISE, fn, q, k, v, mask)
+    with core.unchanged(EXERCISE, **inputs):
+        result = core.call(EXERCISE, fn, q, k, v, mask)
     if not (isinstance(result, tuple) and len(result) == 2):
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{EXERCISE}: expected a pair (out, weights), got {type(result).__name__}"
             + (f" of length {len(result)}" if isinstance(result, tuple) else "")
         )
@@ -127,10 +115,11 @@ def compare(fn, q, k, v, mask=None, expected=None) -> None:
     """Compare the learner's (out, weights) with ``expected`` (default: the PyTorch oracle)."""
     out, weights = _run(fn, q, k, v, mask)
     expected_out, expected_weights = expected or _expected(q, k, v, mask)
-    wrong = mistake_outputs(MISTAKES, q, k, v, mask)
+    wrong = core.mistake_outputs(MISTAKES, q, k, v, mask)
     pairs = [(m, output) for m, output in wrong if isinstance(output, tuple)]  # not the crashes
-    expect_close(EXERCISE, "weights", weights, expected_weights, WEIGHTS, [(m, w) for m, (_, w) in pairs])
-    expect_close(EXERCISE, "out", out, expected_out, OUT, [(m, o) for m, (o, _) in pairs])
+    weights_of = [(m, w) for m, (_, w) in pairs]
+    core.expect_close(EXERCISE, "weights", weights, expected_weights, WEIGHTS, weights_of)
+    core.expect_close(EXERCISE, "out", out, expected_out, OUT, [(m, o) for m, (o, _) in pairs])
 
 
 def check_attention_shapes(fn) -> None:
@@ -141,11 +130,11 @@ def check_attention_shapes(fn) -> None:
         ("out", out, OUT, (B, H, T_Q, D_V)),
         ("weights", weights, WEIGHTS, (B, H, T_Q, T_K)),
     ):
-        expect_tensor(EXERCISE, what, tensor)
-        expect_shape(EXERCISE, what, tensor, letters, shape)
-        expect_dtype(EXERCISE, what, tensor, q.dtype)
-        expect_device(EXERCISE, what, tensor, q.device)
-    passed(f"{EXERCISE} returns out {OUT} and weights {WEIGHTS} for T_q={T_Q} != T_k={T_K}, d_k != d_v")
+        core.expect_tensor(EXERCISE, what, tensor)
+        core.expect_shape(EXERCISE, what, tensor, letters, shape)
+        core.expect_dtype(EXERCISE, what, tensor, q.dtype)
+        core.expect_device(EXERCISE, what, tensor, q.device)
+    core.passed(f"{EXERCISE} returns out {OUT} and weights {WEIGHTS} for T_q={T_Q} != T_k={T_K}, d_k != d_v")
 
 
 def check_attention_values(fn) -> None:
@@ -155,8 +144,12 @@ def check_attention_values(fn) -> None:
     _, weights = _run(fn, q, k, v)
     sums = weights.sum(dim=-1)
     if not torch.allclose(sums, torch.ones_like(sums)):
-        raise CheckFailure(f"{EXERCISE}: each row of weights must sum to 1, got sums {sums.flatten()[:4]}")
-    passed(f"{EXERCISE} equals torch's F.scaled_dot_product_attention, and each row of weights sums to 1")
+        raise core.CheckFailure(
+            f"{EXERCISE}: each row of weights must sum to 1, got sums {sums.flatten()[:4]}"
+        )
+    core.passed(
+        f"{EXERCISE} equals torch's F.scaled_dot_product_attention, and each row of weights sums to 1"
+    )
 
 
 def check_attention_mask(fn) -> None:
@@ -169,8 +162,8 @@ def check_attention_mask(fn) -> None:
     out, _ = _run(fn, q, k, v, mask)
     out_moved, _ = _run(fn, q, k, moved, mask)
     if not torch.allclose(out, out_moved):
-        raise CheckFailure(f"{EXERCISE}: changing the value of a masked key changed the output")
-    passed(f"{EXERCISE} applies a mask [B, 1, T_q, T_k] (True = may attend); masked keys have no effect")
+        raise core.CheckFailure(f"{EXERCISE}: changing the value of a masked key changed the output")
+    core.passed(f"{EXERCISE} applies a mask [B, 1, T_q, T_k] (True = may attend); masked keys have no effect")
 
 
 def check_attention_fully_masked(fn) -> None:
@@ -179,7 +172,7 @@ def check_attention_fully_masked(fn) -> None:
     mask = _mask(seed=31)
     mask[:, :, 2, :] = False  # query 2 may attend to nothing
     compare(fn, q, k, v, mask)
-    passed(f"{EXERCISE} gives zeros, not NaN, for a query whose keys are all masked")
+    core.passed(f"{EXERCISE} gives zeros, not NaN, for a query whose keys are all masked")
 
 
 CATALOGUE = {EXERCISE: MISTAKES}

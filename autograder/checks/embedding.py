@@ -12,27 +12,14 @@ import math
 import torch
 from torch import nn
 
-from autograder.checks.core import (
-    CheckFailure,
-    build,
-    call,
-    catalogue,
-    expect_close,
-    expect_device,
-    expect_shape,
-    expect_tensor,
-    load_weights,
-    mistake_outputs,
-    passed,
-    unchanged,
-)
+from autograder.checks import core
 from autograder.checks.device import DEVICE, DTYPE, random_tensor
 
 EXERCISE = "Embedding"
 B, T, V, D = 2, 5, 11, 6
 OUT = "[B, T, D]"
 
-MISTAKES = catalogue(
+MISTAKES = core.catalogue(
     EXERCISE,
     {
         "no sqrt(d_model) scale": lambda self, tokens: self.lut(tokens),
@@ -57,16 +44,16 @@ def tokens_for(batch: int, length: int, vocab_size: int, generator: torch.Genera
 
 def _module(cls, vocab_size: int, d_model: int):
     """The learner's module, with a ``lut`` that is an nn.Embedding of the right size."""
-    module = build(EXERCISE, cls, vocab_size, d_model)
+    module = core.build(EXERCISE, cls, vocab_size, d_model)
     lut = getattr(module, "lut", None)
     if not isinstance(lut, nn.Embedding):
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{EXERCISE}: expected an attribute `lut` that is an nn.Embedding, got "
             f"{type(lut).__name__ if lut is not None else 'no attribute lut'}; "
             "create it in __init__ with self.lut = nn.Embedding(vocab_size, d_model)."
         )
     if (lut.num_embeddings, lut.embedding_dim) != (vocab_size, d_model):
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{EXERCISE}: expected lut = nn.Embedding(vocab_size, d_model) = nn.Embedding({vocab_size}, "
             f"{d_model}), got nn.Embedding({lut.num_embeddings}, {lut.embedding_dim})"
         )
@@ -74,15 +61,16 @@ def _module(cls, vocab_size: int, d_model: int):
 
 
 def _run(module, tokens: torch.Tensor) -> torch.Tensor:
-    with unchanged(EXERCISE, tokens=tokens):
-        out = expect_tensor(EXERCISE, "the output", call(EXERCISE, module, tokens))
+    with core.unchanged(EXERCISE, tokens=tokens):
+        out = core.expect_tensor(EXERCISE, "the output", core.call(EXERCISE, module, tokens))
     return out.detach()
 
 
 def compare(module, tokens: torch.Tensor, expected: torch.Tensor) -> None:
     """The learner's output against ``expected``, naming a known mistake when it matches one."""
     out = _run(module, tokens)
-    expect_close(EXERCISE, "the output", out, expected, OUT, mistake_outputs(MISTAKES, module, tokens))
+    wrong = core.mistake_outputs(MISTAKES, module, tokens)
+    core.expect_close(EXERCISE, "the output", out, expected, OUT, wrong)
 
 
 def check_embedding_shapes(cls) -> None:
@@ -90,14 +78,14 @@ def check_embedding_shapes(cls) -> None:
     module = _module(cls, V, D)
     tokens = tokens_for(B, T, V, torch.Generator().manual_seed(0))
     out = _run(module, tokens)
-    expect_shape(EXERCISE, "the output", out, OUT, (B, T, D))
+    core.expect_shape(EXERCISE, "the output", out, OUT, (B, T, D))
     if out.dtype != DTYPE:
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{EXERCISE}: expected the output in the dtype of the weights ({DTYPE}, which the check "
             f"uses), got {out.dtype}; multiply by a Python float and do not convert with .float()."
         )
-    expect_device(EXERCISE, "the output", out, tokens.device)
-    passed(f"{EXERCISE} has lut = nn.Embedding(V, D) and maps tokens [B, T] to {OUT} = [{B}, {T}, {D}]")
+    core.expect_device(EXERCISE, "the output", out, tokens.device)
+    core.passed(f"{EXERCISE} has lut = nn.Embedding(V, D) and maps tokens [B, T] to {OUT} = [{B}, {T}, {D}]")
 
 
 def check_embedding_values(cls) -> None:
@@ -106,12 +94,12 @@ def check_embedding_values(cls) -> None:
     with torch.no_grad():
         oracle.weight.copy_(random_tensor(V, D, seed=1))
     module = _module(cls, V, D)
-    load_weights(EXERCISE, module, {"lut.weight": oracle.weight.detach().clone()})
+    core.load_weights(EXERCISE, module, {"lut.weight": oracle.weight.detach().clone()})
     tokens = tokens_for(B, T, V, torch.Generator().manual_seed(2))
     with torch.no_grad():
         expected = oracle(tokens) * math.sqrt(D)
     compare(module, tokens, expected)
-    passed(f"{EXERCISE} equals torch's nn.Embedding (same weights) times sqrt(d_model) = sqrt({D})")
+    core.passed(f"{EXERCISE} equals torch's nn.Embedding (same weights) times sqrt(d_model) = sqrt({D})")
 
 
 CATALOGUE = {EXERCISE: MISTAKES}

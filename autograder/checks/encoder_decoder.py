@@ -22,21 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from autograder.checks.core import (
-    CheckFailure,
-    build,
-    call,
-    catalogue,
-    expect_close,
-    expect_device,
-    expect_dtype,
-    expect_shape,
-    expect_tensor,
-    load_weights,
-    mistake_outputs,
-    passed,
-    unchanged,
-)
+from autograder.checks import core
 from autograder.checks.device import DEVICE, DTYPE, exact_matmul, random_tensor
 from autograder.checks.oracles import (
     causal,
@@ -155,8 +141,8 @@ def decoder_layer_variant(
     return _sublayer(x, n3, layer.ffn, style, residual[2])
 
 
-ENCODER_LAYER_MISTAKES = catalogue(ENC_NAME, variant=encoder_layer_variant)
-DECODER_LAYER_MISTAKES = catalogue(DEC_NAME, variant=decoder_layer_variant)
+ENCODER_LAYER_MISTAKES = core.catalogue(ENC_NAME, variant=encoder_layer_variant)
+DECODER_LAYER_MISTAKES = core.catalogue(DEC_NAME, variant=decoder_layer_variant)
 
 LAYER_ORDERS = {
     "right": slice(None),
@@ -179,8 +165,8 @@ def _stack_variant(stack, x, *args, order="right", final=True, each=False, masks
     return stack.norm(x) if final else x
 
 
-ENCODER_MISTAKES = catalogue("Encoder", variant=_stack_variant)
-DECODER_MISTAKES = catalogue("Decoder", variant=_stack_variant)
+ENCODER_MISTAKES = core.catalogue("Encoder", variant=_stack_variant)
+DECODER_MISTAKES = core.catalogue("Decoder", variant=_stack_variant)
 
 # --- PyTorch's modules as oracles ----------------------------------------------------------------
 
@@ -245,9 +231,9 @@ def _output(exercise: str, module: nn.Module, *args: torch.Tensor | None) -> tor
     """Call the learner's module, check that it left its inputs alone and returned a tensor."""
     names = ("x", "src_mask") if exercise.startswith("Encoder") else ("x", "memory", "src_mask", "tgt_mask")
     inputs = {name: t for name, t in zip(names, args, strict=True) if t is not None}
-    with unchanged(exercise, **inputs):
-        out = call(exercise, module, *args)
-    return expect_tensor(exercise, "the output", out)
+    with core.unchanged(exercise, **inputs):
+        out = core.call(exercise, module, *args)
+    return core.expect_tensor(exercise, "the output", out)
 
 
 def _run_decoder(exercise, module, target, mistakes, x, memory, src_mask=None, tgt_mask=None):
@@ -255,7 +241,7 @@ def _run_decoder(exercise, module, target, mistakes, x, memory, src_mask=None, t
     T_tgt == T_src, and if it then matches a known mistake, name that mistake."""
     try:
         return _output(exercise, module, x, memory, src_mask, tgt_mask)
-    except CheckFailure as failure:
+    except core.CheckFailure as failure:
         crash = failure.__cause__
         if crash is None or isinstance(crash, NotImplementedError) or x.size(1) == memory.size(1):
             raise
@@ -268,9 +254,9 @@ def _run_decoder(exercise, module, target, mistakes, x, memory, src_mask=None, t
                 out = module(x2, memory, src_mask, tgt2)
         except Exception:
             raise failure from crash
-        for mistake, wrong in mistake_outputs(mistakes, target, x2, memory, src_mask, tgt2):
+        for mistake, wrong in core.mistake_outputs(mistakes, target, x2, memory, src_mask, tgt2):
             if isinstance(wrong, torch.Tensor) and wrong.shape == out.shape and torch.allclose(out, wrong):
-                raise CheckFailure(
+                raise core.CheckFailure(
                     f"{exercise} raised {type(crash).__name__} for T_tgt={x.size(1)} != "
                     f"T_src={memory.size(1)}; "
                     f"with T_tgt == T_src it runs, and its output matches a known mistake, {mistake.name}. "
@@ -282,39 +268,39 @@ def _run_decoder(exercise, module, target, mistakes, x, memory, src_mask=None, t
 def compare_encoder_layer(layer, norm_first: bool, x, src_mask, expected) -> None:
     """The learner's EncoderLayer (weights loaded) against ``expected``, naming a known mistake."""
     out = _output("EncoderLayer", layer, x, src_mask)
-    wrong = mistake_outputs(ENCODER_LAYER_MISTAKES, _AsBuilt(layer, norm_first), x, src_mask)
-    expect_close("EncoderLayer", "the output", out, expected, ENC_OUT, wrong)
+    wrong = core.mistake_outputs(ENCODER_LAYER_MISTAKES, _AsBuilt(layer, norm_first), x, src_mask)
+    core.expect_close("EncoderLayer", "the output", out, expected, ENC_OUT, wrong)
 
 
 def compare_decoder_layer(layer, norm_first: bool, x, memory, src_mask, tgt_mask, expected) -> None:
     """The learner's DecoderLayer (weights loaded) against ``expected``, naming a known mistake."""
     target = _AsBuilt(layer, norm_first)
     out = _run_decoder("DecoderLayer", layer, target, DECODER_LAYER_MISTAKES, x, memory, src_mask, tgt_mask)
-    wrong = mistake_outputs(DECODER_LAYER_MISTAKES, target, x, memory, src_mask, tgt_mask)
-    expect_close("DecoderLayer", "the output", out, expected, DEC_OUT, wrong)
+    wrong = core.mistake_outputs(DECODER_LAYER_MISTAKES, target, x, memory, src_mask, tgt_mask)
+    core.expect_close("DecoderLayer", "the output", out, expected, DEC_OUT, wrong)
 
 
 def compare_encoder(stack, x, src_mask, expected) -> None:
     out = _output("Encoder", stack, x, src_mask)
-    expect_close(
+    core.expect_close(
         "Encoder",
         "the output",
         out,
         expected,
         ENC_OUT,
-        mistake_outputs(ENCODER_MISTAKES, stack, x, src_mask),
+        core.mistake_outputs(ENCODER_MISTAKES, stack, x, src_mask),
     )
 
 
 def compare_decoder(stack, x, memory, src_mask, tgt_mask, expected) -> None:
     out = _run_decoder("Decoder", stack, stack, DECODER_MISTAKES, x, memory, src_mask, tgt_mask)
-    wrong = mistake_outputs(DECODER_MISTAKES, stack, x, memory, src_mask, tgt_mask)
-    expect_close("Decoder", "the output", out, expected, DEC_OUT, wrong)
+    wrong = core.mistake_outputs(DECODER_MISTAKES, stack, x, memory, src_mask, tgt_mask)
+    core.expect_close("Decoder", "the output", out, expected, DEC_OUT, wrong)
 
 
 def _layer(cls, exercise: str, norm_first: bool, state: dict) -> nn.Module:
-    layer = build(exercise, cls, D, H, D_FF, dropout=0.0, norm_first=norm_first)
-    load_weights(exercise, layer, state)
+    layer = core.build(exercise, cls, D, H, D_FF, dropout=0.0, norm_first=norm_first)
+    core.load_weights(exercise, layer, state)
     return layer
 
 
@@ -328,9 +314,9 @@ def _decoder_inputs(seed: int):
 
 
 def _expect_output(exercise: str, out: torch.Tensor, reference: torch.Tensor, letters: str, shape) -> None:
-    expect_shape(exercise, "the output", out, letters, shape)
-    expect_dtype(exercise, "the output", out, reference.dtype)
-    expect_device(exercise, "the output", out, reference.device)
+    core.expect_shape(exercise, "the output", out, letters, shape)
+    core.expect_dtype(exercise, "the output", out, reference.dtype)
+    core.expect_device(exercise, "the output", out, reference.device)
 
 
 # --- EncoderLayer ----------------------------------------------------------------------------------
@@ -360,19 +346,21 @@ def check_encoder_layer_shapes(cls) -> None:
     layer = _layer(cls, ENC_NAME, False, encoder_layer_state(oracle))
     x, _ = _encoder_inputs(seed=1)
     _expect_output(ENC_NAME, _output(ENC_NAME, layer, x, None), x, ENC_OUT, (B, T, D))
-    passed(f"{ENC_NAME} has self_attn, ffn, norm1, norm2 and maps x {ENC_OUT} to {ENC_OUT} = {[B, T, D]}")
+    core.passed(
+        f"{ENC_NAME} has self_attn, ffn, norm1, norm2 and maps x {ENC_OUT} to {ENC_OUT} = {[B, T, D]}"
+    )
 
 
 def check_encoder_layer_post_ln(cls) -> None:
     """Post-LN (norm_first=False): equal to nn.TransformerEncoderLayer with the same weights."""
     _encoder_layer_against_torch(cls, norm_first=False, seed=10, masked=False)
-    passed(f"{ENC_NAME} (Post-LN) equals torch's nn.TransformerEncoderLayer(norm_first=False)")
+    core.passed(f"{ENC_NAME} (Post-LN) equals torch's nn.TransformerEncoderLayer(norm_first=False)")
 
 
 def check_encoder_layer_pre_ln(cls) -> None:
     """Pre-LN (norm_first=True): equal to nn.TransformerEncoderLayer(norm_first=True)."""
     _encoder_layer_against_torch(cls, norm_first=True, seed=20, masked=False)
-    passed(f"{ENC_NAME} (Pre-LN) equals torch's nn.TransformerEncoderLayer(norm_first=True)")
+    core.passed(f"{ENC_NAME} (Pre-LN) equals torch's nn.TransformerEncoderLayer(norm_first=True)")
 
 
 def check_encoder_layer_mask(cls) -> None:
@@ -385,11 +373,11 @@ def check_encoder_layer_mask(cls) -> None:
     moved[1, 2:] += 10.0  # sequence 1 has 2 real tokens: positions 2 and after are padding
     out, out_moved = _output(ENC_NAME, layer, x, padding), _output(ENC_NAME, layer, moved, padding)
     if not torch.allclose(out[1, :2], out_moved[1, :2]):
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{ENC_NAME}: with a padding mask [B, 1, 1, T], changing the padding tokens' inputs changed "
             "the outputs of the real tokens: pass src_mask to the self-attention."
         )
-    passed(f"{ENC_NAME} applies src_mask (padding and causal) like torch, for Post-LN and Pre-LN")
+    core.passed(f"{ENC_NAME} applies src_mask (padding and causal) like torch, for Post-LN and Pre-LN")
 
 
 # --- DecoderLayer ----------------------------------------------------------------------------------
@@ -425,7 +413,7 @@ def check_decoder_layer_shapes(cls) -> None:
     x, memory, _, _ = _decoder_inputs(seed=51)
     out = _run_decoder(DEC_NAME, layer, _AsBuilt(layer, False), DECODER_LAYER_MISTAKES, x, memory)
     _expect_output(DEC_NAME, out, x, DEC_OUT, (B, T_TGT, D))
-    passed(
+    core.passed(
         f"{DEC_NAME} has self_attn, cross_attn, ffn, norm1..3 and maps x {DEC_OUT} and memory "
         f"[B, T_src, D] to {DEC_OUT} = {[B, T_TGT, D]} for T_tgt={T_TGT} != T_src={T_SRC}"
     )
@@ -434,13 +422,13 @@ def check_decoder_layer_shapes(cls) -> None:
 def check_decoder_layer_post_ln(cls) -> None:
     """Post-LN (norm_first=False): equal to nn.TransformerDecoderLayer with the same weights."""
     _decoder_layer_against_torch(cls, norm_first=False, seed=60, masked=False)
-    passed(f"{DEC_NAME} (Post-LN) equals torch's nn.TransformerDecoderLayer(norm_first=False)")
+    core.passed(f"{DEC_NAME} (Post-LN) equals torch's nn.TransformerDecoderLayer(norm_first=False)")
 
 
 def check_decoder_layer_pre_ln(cls) -> None:
     """Pre-LN (norm_first=True): equal to nn.TransformerDecoderLayer(norm_first=True)."""
     _decoder_layer_against_torch(cls, norm_first=True, seed=70, masked=False)
-    passed(f"{DEC_NAME} (Pre-LN) equals torch's nn.TransformerDecoderLayer(norm_first=True)")
+    core.passed(f"{DEC_NAME} (Pre-LN) equals torch's nn.TransformerDecoderLayer(norm_first=True)")
 
 
 def check_decoder_layer_masks(cls) -> None:
@@ -454,12 +442,12 @@ def check_decoder_layer_masks(cls) -> None:
     future = x.clone()
     future[:, -1] += 10.0  # the last target position: in every earlier position's future
     if not torch.allclose(out[:, :-1], _output(DEC_NAME, layer, future, memory, src_mask, tgt_mask)[:, :-1]):
-        raise CheckFailure(f"{DEC_NAME}: changing the last target token changed the outputs before it")
+        raise core.CheckFailure(f"{DEC_NAME}: changing the last target token changed the outputs before it")
     padded = memory.clone()
     padded[1, -1] += 10.0  # source sequence 1 has 2 real tokens: its last position is padding
     if not torch.allclose(out, _output(DEC_NAME, layer, x, padded, src_mask, tgt_mask)):
-        raise CheckFailure(f"{DEC_NAME}: changing a padded source position of memory changed the output")
-    passed(
+        raise core.CheckFailure(f"{DEC_NAME}: changing a padded source position of memory changed the output")
+    core.passed(
         f"{DEC_NAME} applies tgt_mask to the self-attention and src_mask to the cross-attention, like torch"
     )
 
@@ -471,30 +459,30 @@ def check_stack_structure(exercise: str, stack: nn.Module, n_layers: int) -> Non
     """``layers``: an nn.ModuleList of n_layers different layers sharing no parameter; a ``norm``."""
     layers = getattr(stack, "layers", None)
     if not isinstance(layers, nn.ModuleList):
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{exercise}: expected an attribute `layers` that is an nn.ModuleList, got "
             f"{'no attribute layers' if layers is None else type(layers).__name__}; a plain list hides "
             "the layers' parameters from .parameters(), .to() and the state_dict."
         )
     if len(layers) != n_layers:
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{exercise}: expected n_layers = {n_layers} layers in `layers`, got {len(layers)}"
         )
     ids = [id(p) for layer in layers for p in layer.parameters()]
     if len({id(layer) for layer in layers}) < n_layers or len(set(ids)) < len(ids):
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{exercise}: the layers share their parameters (`[layer] * n_layers` repeats one layer "
             f"object): build a new layer for each, e.g. nn.ModuleList(Layer(...) for _ in range(n_layers))."
         )
     if not isinstance(getattr(stack, "norm", None), nn.Module):
-        raise CheckFailure(f"{exercise}: expected a final LayerNorm in an attribute `norm`")
+        raise core.CheckFailure(f"{exercise}: expected a final LayerNorm in an attribute `norm`")
 
 
 def _check_structure(exercise: str, cls) -> None:
     for n_layers in (N_LAYERS, 3):
-        stack = build(exercise, cls, D, H, D_FF, n_layers, dropout=0.0, norm_first=False)
+        stack = core.build(exercise, cls, D, H, D_FF, n_layers, dropout=0.0, norm_first=False)
         check_stack_structure(exercise, stack, n_layers)
-    passed(f"{exercise}: `layers` is an nn.ModuleList of n_layers different layers, then a final `norm`")
+    core.passed(f"{exercise}: `layers` is an nn.ModuleList of n_layers different layers, then a final `norm`")
 
 
 def check_encoder_structure(cls) -> None:
@@ -505,8 +493,8 @@ def check_decoder_structure(cls) -> None:
     _check_structure("Decoder", cls)
 
 
-def _first_layer_fails(exercise: str, layer_name: str, norm_first: bool, problem: str) -> CheckFailure:
-    return CheckFailure(
+def _first_layer_fails(exercise: str, layer_name: str, norm_first: bool, problem: str) -> core.CheckFailure:
+    return core.CheckFailure(
         f"{exercise}: its first layer, layers[0], {problem} nn.Transformer{layer_name}(norm_first="
         f"{norm_first}) computes. Make {layer_name} pass its own checks first, and pass d_model, n_heads, "
         f"d_ff, dropout and norm_first on to every layer."
@@ -517,9 +505,9 @@ def check_encoder_values(cls) -> None:
     """Equal to nn.TransformerEncoder (2 layers, final nn.LayerNorm), Post-LN and Pre-LN, with src_mask."""
     for norm_first, seed in ((False, 100), (True, 110)):
         oracle = torch_encoder(norm_first, seed)
-        stack = build("Encoder", cls, D, H, D_FF, N_LAYERS, dropout=0.0, norm_first=norm_first)
+        stack = core.build("Encoder", cls, D, H, D_FF, N_LAYERS, dropout=0.0, norm_first=norm_first)
         check_stack_structure("Encoder", stack, N_LAYERS)
-        load_weights("Encoder", stack, stack_state(oracle))
+        core.load_weights("Encoder", stack, stack_state(oracle))
         x, padding = _encoder_inputs(seed + 1)
         with plain_torch():
             first = oracle.layers[0](x, src_key_padding_mask=torch_key_padding_mask(padding))
@@ -534,16 +522,16 @@ def check_encoder_values(cls) -> None:
         if not (isinstance(mine, torch.Tensor) and mine.shape == first.shape and torch.allclose(mine, first)):
             raise _first_layer_fails("Encoder", "EncoderLayer", norm_first, "does not compute what")
         compare_encoder(stack, x, padding, expected)
-    passed("Encoder equals torch's nn.TransformerEncoder with a final LayerNorm, Post-LN and Pre-LN")
+    core.passed("Encoder equals torch's nn.TransformerEncoder with a final LayerNorm, Post-LN and Pre-LN")
 
 
 def check_decoder_values(cls) -> None:
     """Equal to nn.TransformerDecoder (2 layers, final nn.LayerNorm), Post-LN and Pre-LN, with both masks."""
     for norm_first, seed in ((False, 120), (True, 130)):
         oracle = torch_decoder(norm_first, seed)
-        stack = build("Decoder", cls, D, H, D_FF, N_LAYERS, dropout=0.0, norm_first=norm_first)
+        stack = core.build("Decoder", cls, D, H, D_FF, N_LAYERS, dropout=0.0, norm_first=norm_first)
         check_stack_structure("Decoder", stack, N_LAYERS)
-        load_weights("Decoder", stack, stack_state(oracle))
+        core.load_weights("Decoder", stack, stack_state(oracle))
         x, memory, src_padding, tgt_padding = _decoder_inputs(seed + 1)
         src_mask, tgt_mask = src_padding, tgt_padding & causal(T_TGT, DEVICE)
         torch_masks = {
@@ -564,7 +552,7 @@ def check_decoder_values(cls) -> None:
         if not (isinstance(mine, torch.Tensor) and mine.shape == first.shape and torch.allclose(mine, first)):
             raise _first_layer_fails("Decoder", "DecoderLayer", norm_first, "does not compute what")
         compare_decoder(stack, x, memory, src_mask, tgt_mask, expected)
-    passed("Decoder equals torch's nn.TransformerDecoder with a final LayerNorm, Post-LN and Pre-LN")
+    core.passed("Decoder equals torch's nn.TransformerDecoder with a final LayerNorm, Post-LN and Pre-LN")
 
 
 CATALOGUE = {

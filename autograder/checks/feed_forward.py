@@ -13,21 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from autograder.checks.core import (
-    CheckFailure,
-    build,
-    call,
-    catalogue,
-    expect_close,
-    expect_device,
-    expect_dtype,
-    expect_shape,
-    expect_tensor,
-    load_weights,
-    mistake_outputs,
-    passed,
-    unchanged,
-)
+from autograder.checks import core
 from autograder.checks.device import DEVICE, DTYPE, random_tensor
 from autograder.checks.oracles import feed_forward_state
 
@@ -59,7 +45,7 @@ def _tanh_gelu(ffn, x):
     return _ffn(ffn, x, _activation(ffn))
 
 
-MISTAKES = catalogue(
+MISTAKES = core.catalogue(
     EXERCISE,
     {
         "no activation": lambda ffn, x: ffn.linear2(ffn.linear1(x)),
@@ -103,9 +89,9 @@ def torch_feed_forward(layer, x: torch.Tensor) -> torch.Tensor:
 
 def _run(module, x):
     """The learner's forward on x, which must be a tensor and leave x unchanged."""
-    with unchanged(EXERCISE, x=x), torch.no_grad():
-        out = call(EXERCISE, module, x)
-    return expect_tensor(EXERCISE, "the output", out)
+    with core.unchanged(EXERCISE, x=x), torch.no_grad():
+        out = core.call(EXERCISE, module, x)
+    return core.expect_tensor(EXERCISE, "the output", out)
 
 
 def compare(module, activation: str, x, expected) -> None:
@@ -114,16 +100,16 @@ def compare(module, activation: str, x, expected) -> None:
     out = _run(module, x)
     stand_in = SimpleNamespace(linear1=module.linear1, linear2=module.linear2, activation=activation)
     with torch.no_grad():
-        wrong = mistake_outputs(MISTAKES, stand_in, x)
-    expect_close(EXERCISE, f"the output (activation={activation!r})", out, expected, X, wrong)
+        wrong = core.mistake_outputs(MISTAKES, stand_in, x)
+    core.expect_close(EXERCISE, f"the output (activation={activation!r})", out, expected, X, wrong)
 
 
 def build_with(cls, d_model: int, d_ff: int, activation: str | None, state=None):
     """The learner's module in float64 on DEVICE (activation None: the default), ``state`` loaded."""
     kwargs = {} if activation is None else {"activation": activation}
-    module = build(EXERCISE, cls, d_model, d_ff, **kwargs)
+    module = core.build(EXERCISE, cls, d_model, d_ff, **kwargs)
     if state is not None:
-        load_weights(EXERCISE, module, state)
+        core.load_weights(EXERCISE, module, state)
     return module
 
 
@@ -136,29 +122,29 @@ def check_feed_forward_shapes(cls) -> None:
     for name, shape in (("linear1", (D_FF, D)), ("linear2", (D, D_FF))):
         linear = getattr(module, name, None)
         if linear is None:
-            raise CheckFailure(
+            raise core.CheckFailure(
                 f"{EXERCISE}: your module has no attribute `{name}`; create it in __init__ as "
                 f"self.{name} = nn.Linear(...) (the name lets torch's weights load)."
             )
         if not isinstance(linear, nn.Linear):
-            raise CheckFailure(
+            raise core.CheckFailure(
                 f"{EXERCISE}: expected an attribute `{name}` that is an nn.Linear, got "
                 f"{type(linear).__name__}; create it in __init__ as self.{name} = nn.Linear(...)."
             )
-        expect_shape(
+        core.expect_shape(
             EXERCISE,
             f"{name}.weight",
             linear.weight,
             "[d_ff, D]" if name == "linear1" else "[D, d_ff]",
             shape,
         )
-    load_weights(EXERCISE, module, feed_forward_state(torch_encoder_layer(D, D_FF, "relu", seed=0)))
+    core.load_weights(EXERCISE, module, feed_forward_state(torch_encoder_layer(D, D_FF, "relu", seed=0)))
     x = random_tensor(B, T, D, seed=1)
     out = _run(module, x)
-    expect_shape(EXERCISE, "the output", out, X, (B, T, D))
-    expect_dtype(EXERCISE, "the output", out, x.dtype)
-    expect_device(EXERCISE, "the output", out, x.device)
-    passed(f"{EXERCISE} has linear1 (D -> d_ff) and linear2 (d_ff -> D) and maps {X} to {X}")
+    core.expect_shape(EXERCISE, "the output", out, X, (B, T, D))
+    core.expect_dtype(EXERCISE, "the output", out, x.dtype)
+    core.expect_device(EXERCISE, "the output", out, x.device)
+    core.passed(f"{EXERCISE} has linear1 (D -> d_ff) and linear2 (d_ff -> D) and maps {X} to {X}")
 
 
 def _check_activation(cls, activation: str | None, seed: int) -> None:
@@ -172,13 +158,13 @@ def _check_activation(cls, activation: str | None, seed: int) -> None:
 def check_feed_forward_relu(cls) -> None:
     """The default activation: equal to nn.TransformerEncoderLayer's linear2(relu(linear1(x)))."""
     _check_activation(cls, None, seed=20)
-    passed(f"{EXERCISE} with the default activation='relu' equals torch's linear2(relu(linear1(x)))")
+    core.passed(f"{EXERCISE} with the default activation='relu' equals torch's linear2(relu(linear1(x)))")
 
 
 def check_feed_forward_gelu(cls) -> None:
     """activation='gelu': equal to nn.TransformerEncoderLayer's linear2(gelu(linear1(x))), exact GELU."""
     _check_activation(cls, "gelu", seed=40)
-    passed(f"{EXERCISE} with activation='gelu' equals torch's linear2(gelu(linear1(x))) (exact GELU)")
+    core.passed(f"{EXERCISE} with activation='gelu' equals torch's linear2(gelu(linear1(x))) (exact GELU)")
 
 
 def expect_value_error(cls, activation: str) -> None:
@@ -189,11 +175,11 @@ def expect_value_error(cls, activation: str) -> None:
     except ValueError:
         return
     except Exception as error:
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{EXERCISE}(d_model, d_ff, activation={activation!r}) raised {type(error).__name__}: {error}; "
             "an unknown activation should raise a ValueError that names the allowed ones ('relu', 'gelu')."
         ) from error
-    raise CheckFailure(
+    raise core.CheckFailure(
         f"{EXERCISE}(d_model, d_ff, activation={activation!r}) was accepted; in __init__, raise a "
         "ValueError that names the allowed activations ('relu', 'gelu') for any other name."
     )
@@ -202,7 +188,7 @@ def expect_value_error(cls, activation: str) -> None:
 def check_feed_forward_bad_activation(cls) -> None:
     """An activation other than 'relu' or 'gelu' raises ValueError when the module is built."""
     expect_value_error(cls, "swish")
-    passed(f"{EXERCISE}(..., activation='swish') raises ValueError")
+    core.passed(f"{EXERCISE}(..., activation='swish') raises ValueError")
 
 
 CATALOGUE = {EXERCISE: MISTAKES}

@@ -13,21 +13,7 @@ from types import SimpleNamespace
 import torch
 from torch import nn
 
-from autograder.checks.core import (
-    CheckFailure,
-    build,
-    call,
-    catalogue,
-    expect_close,
-    expect_device,
-    expect_dtype,
-    expect_shape,
-    expect_tensor,
-    load_weights,
-    mistake_outputs,
-    passed,
-    unchanged,
-)
+from autograder.checks import core
 from autograder.checks.device import DEVICE, DTYPE, random_tensor
 from autograder.checks.oracles import layer_norm_state
 
@@ -65,7 +51,7 @@ def _cancellation(ln, x):
     return _affine(ln, (x - mean) / torch.sqrt(var + ln.eps))
 
 
-MISTAKES = catalogue(
+MISTAKES = core.catalogue(
     EXERCISE,
     {
         "unbiased variance": lambda ln, x: _affine(ln, _normalized(x, eps=ln.eps, unbiased=True)),
@@ -112,9 +98,9 @@ def shifted_input(shape, generator: torch.Generator) -> torch.Tensor:
 
 def _run(module, x):
     """The learner's forward on x, which must be a tensor shaped like x and leave x unchanged."""
-    with unchanged(EXERCISE, x=x), torch.no_grad():
-        out = call(EXERCISE, module, x)
-    expect_tensor(EXERCISE, "the output", out)
+    with core.unchanged(EXERCISE, x=x), torch.no_grad():
+        out = core.call(EXERCISE, module, x)
+    core.expect_tensor(EXERCISE, "the output", out)
     return out
 
 
@@ -127,15 +113,16 @@ def compare(module, x, expected, eps: float, what: str = "the output") -> None:
     """The learner's module on x against ``expected``, naming the mistake the output matches."""
     out = _run(module, x)
     with torch.no_grad():
-        wrong = mistake_outputs(MISTAKES, _stand_in(module, eps), x)
-    expect_close(EXERCISE, what, out, expected, X, wrong)
+        wrong = core.mistake_outputs(MISTAKES, _stand_in(module, eps), x)
+    core.expect_close(EXERCISE, what, out, expected, X, wrong)
 
 
 def build_with(cls, d_model: int, eps: float | None, state=None):
     """The learner's LayerNorm(d_model[, eps]) in float64 on DEVICE, with ``state`` loaded."""
-    module = build(EXERCISE, cls, d_model) if eps is None else build(EXERCISE, cls, d_model, eps=eps)
+    args = {} if eps is None else {"eps": eps}
+    module = core.build(EXERCISE, cls, d_model, **args)
     if state is not None:
-        load_weights(EXERCISE, module, state)
+        core.load_weights(EXERCISE, module, state)
     return module
 
 
@@ -144,28 +131,28 @@ def build_with(cls, d_model: int, eps: float | None, state=None):
 
 def check_layer_norm_parameters(cls) -> None:
     """gamma (ones) and beta (zeros) of shape [D] as parameters; output [B, T, D], float64, same device."""
-    module = build(EXERCISE, cls, D)
+    module = core.build(EXERCISE, cls, D)
     parameters = dict(module.named_parameters())
     for name, value in (("gamma", 1.0), ("beta", 0.0)):
         if name not in parameters:
-            raise CheckFailure(
+            raise core.CheckFailure(
                 f"{EXERCISE}: no parameter named `{name}`; create it in __init__ as "
                 f"self.{name} = nn.Parameter(...) (found: {sorted(parameters) or 'none'})."
             )
         tensor = parameters[name]
-        expect_shape(EXERCISE, name, tensor, "[D]", (D,))
+        core.expect_shape(EXERCISE, name, tensor, "[D]", (D,))
         if not torch.all(tensor == value):
-            raise CheckFailure(
+            raise core.CheckFailure(
                 f"{EXERCISE}: `{name}` must start as all {'ones' if value else 'zeros'} (so that a new "
                 f"LayerNorm only normalizes), got {tensor.detach().flatten()[:4].tolist()}..."
             )
-    load_weights(EXERCISE, module, layer_norm_state(torch_layer_norm(D, 1e-5, seed=None)))
+    core.load_weights(EXERCISE, module, layer_norm_state(torch_layer_norm(D, 1e-5, seed=None)))
     x = random_tensor(B, T, D, seed=0)
     out = _run(module, x)
-    expect_shape(EXERCISE, "the output", out, X, (B, T, D))
-    expect_dtype(EXERCISE, "the output", out, x.dtype)
-    expect_device(EXERCISE, "the output", out, x.device)
-    passed(f"{EXERCISE} has parameters gamma [D] (ones) and beta [D] (zeros) and returns {X}")
+    core.expect_shape(EXERCISE, "the output", out, X, (B, T, D))
+    core.expect_dtype(EXERCISE, "the output", out, x.dtype)
+    core.expect_device(EXERCISE, "the output", out, x.device)
+    core.passed(f"{EXERCISE} has parameters gamma [D] (ones) and beta [D] (zeros) and returns {X}")
 
 
 def check_layer_norm_matches_torch(cls) -> None:
@@ -177,7 +164,9 @@ def check_layer_norm_matches_torch(cls) -> None:
         with torch.no_grad():
             expected = norm(x)
         compare(module, x, expected, norm.eps, what=f"the output (eps={norm.eps:g})")
-    passed(f"{EXERCISE} equals torch's nn.LayerNorm (weight -> gamma, bias -> beta) at eps=1e-5 and eps=0.1")
+    core.passed(
+        f"{EXERCISE} equals torch's nn.LayerNorm (weight -> gamma, bias -> beta) at eps=1e-5 and eps=0.1"
+    )
 
 
 def check_layer_norm_statistics(cls) -> None:
@@ -187,7 +176,7 @@ def check_layer_norm_statistics(cls) -> None:
     x = random_tensor(*shape, seed=20) * scale + 100 * random_tensor(3, 4, 1, seed=21)
     module = build_with(cls, shape[-1], None)
     out = _run(module, x)
-    expect_shape(EXERCISE, "the output", out, X, shape)
+    core.expect_shape(EXERCISE, "the output", out, X, shape)
     mean = out.mean(dim=-1)
     var = out.var(dim=-1, unbiased=False)
     expected_var = x.var(dim=-1, unbiased=False) / (x.var(dim=-1, unbiased=False) + 1e-5)  # 1 up to eps
@@ -195,18 +184,20 @@ def check_layer_norm_statistics(cls) -> None:
     bad_var = ((var - expected_var).abs() > 1e-6).nonzero()
     if len(bad_mean) or len(bad_var):
         with torch.no_grad():
-            wrong = mistake_outputs(MISTAKES, _stand_in(module, 1e-5), x)
+            wrong = core.mistake_outputs(MISTAKES, _stand_in(module, 1e-5), x)
             expected = nn.functional.layer_norm(x, shape[-1:], eps=1e-5)
-        expect_close(EXERCISE, "the output", out, expected, X, wrong)
+        core.expect_close(EXERCISE, "the output", out, expected, X, wrong)
         what, index, value = (
             ("mean", bad_mean[0].tolist(), mean) if len(bad_mean) else ("variance", bad_var[0].tolist(), var)
         )
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{EXERCISE}: with gamma = 1 and beta = 0 every position's D outputs should have mean 0 and "
             f"(biased) variance 1; at position [b, t] = {index} the {what} is "
             f"{float(value[tuple(index)]):.6g}."
         )
-    passed(f"{EXERCISE} with gamma=1, beta=0 gives every position mean 0 and variance 1 over its D features")
+    core.passed(
+        f"{EXERCISE} with gamma=1, beta=0 gives every position mean 0 and variance 1 over its D features"
+    )
 
 
 def check_layer_norm_large_mean(cls) -> None:
@@ -217,7 +208,7 @@ def check_layer_norm_large_mean(cls) -> None:
     with torch.no_grad():
         expected = norm(x)
     compare(module, x, expected, 1e-5)
-    passed(f"{EXERCISE} stays exact for inputs with a large mean (~1e5) and a small spread (< 1)")
+    core.passed(f"{EXERCISE} stays exact for inputs with a large mean (~1e5) and a small spread (< 1)")
 
 
 CATALOGUE = {EXERCISE: MISTAKES}

@@ -15,19 +15,7 @@ it), then the entries (each known mistake named, also when broadcast to the full
 import torch
 from torch import nn
 
-from autograder.checks.core import (
-    CheckFailure,
-    Mistake,
-    call,
-    catalogue,
-    expect_device,
-    expect_parameter,
-    expect_tensor,
-    mistake_outputs,
-    passed,
-    shape_text,
-    unchanged,
-)
+from autograder.checks import core
 from autograder.checks.device import DEVICE
 
 CAUSAL, PADDING, DECODER = "causal_mask", "padding_mask", "decoder_mask"
@@ -70,7 +58,7 @@ def _ones(size: int, device, dtype=torch.bool) -> torch.Tensor:
     return torch.ones(size, size, dtype=dtype, device=device)
 
 
-CAUSAL_MISTAKES = catalogue(
+CAUSAL_MISTAKES = core.catalogue(
     CAUSAL,
     {
         "upper triangle (the mask transposed)": lambda size, device=None: _ones(size, device).triu(),
@@ -82,7 +70,7 @@ CAUSAL_MISTAKES = catalogue(
 )
 
 
-PADDING_MISTAKES = catalogue(
+PADDING_MISTAKES = core.catalogue(
     PADDING,
     {
         "inverted (tokens == pad_id)": lambda tokens, pad_id: (tokens == pad_id)[:, None, None, :],
@@ -99,7 +87,7 @@ def _causal_for(tokens: torch.Tensor) -> torch.Tensor:
     return expected_causal(tokens.size(1), tokens.device)
 
 
-DECODER_MISTAKES = catalogue(
+DECODER_MISTAKES = core.catalogue(
     DECODER,
     {
         "causal only (padding forgotten)": lambda tokens, pad_id: _causal_for(tokens),
@@ -128,14 +116,14 @@ def compare_mask(
     actual,
     expected: torch.Tensor,
     letters: str,
-    mistakes: list[tuple[Mistake, object]],
+    mistakes: list[tuple[core.Mistake, object]],
     rule: str,
 ) -> None:
     """Compare a mask with the expected one: dtype, then shape, then entries, naming known mistakes.
 
     ``rule`` says in words where the mask is True; it ends the message about wrong entries.
     """
-    actual = expect_tensor(exercise, "the mask", actual)
+    actual = core.expect_tensor(exercise, "the mask", actual)
     outputs = [(m, o) for m, o in mistakes if isinstance(o, torch.Tensor)]
     if actual.dtype != torch.bool:
         wrong_dtype = [(m, o) for m, o in outputs if o.dtype != torch.bool]
@@ -143,18 +131,18 @@ def compare_mask(
         same_dtype = [m for m, o in wrong_dtype if o.dtype == actual.dtype]
         named = same_dtype + same_kind + [m for m, _ in wrong_dtype]
         hint = named[0].hint if named else "Masks are boolean here: build them from a comparison."
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{exercise}: expected a boolean mask (dtype torch.bool), got {actual.dtype}. {hint}"
         )
     if actual.shape != expected.shape:
         named = next((m for m, o in outputs if o.shape == actual.shape), None)
         start = (
-            f"{exercise}: expected a mask of shape {shape_text(letters, expected.shape)}, "
+            f"{exercise}: expected a mask of shape {core.shape_text(letters, expected.shape)}, "
             f"got {list(actual.shape)}"
         )
         if named is not None:
-            raise CheckFailure(f"{start}: a known mistake, {named.name}. {named.hint}")
-        raise CheckFailure(
+            raise core.CheckFailure(f"{start}: a known mistake, {named.name}. {named.hint}")
+        raise core.CheckFailure(
             f"{start}. The shape decides which axis of the scores [B, h, T_q, T_k] each axis of the mask "
             "meets when they broadcast (shapes line up from the right)."
         )
@@ -169,10 +157,10 @@ def compare_mask(
         except RuntimeError:
             continue
         if torch.equal(actual, full):
-            raise CheckFailure(mistake.message(exercise))
+            raise core.CheckFailure(mistake.message(exercise))
     wrong = (actual != expected).nonzero()
     first = tuple(wrong[0].tolist())
-    raise CheckFailure(
+    raise core.CheckFailure(
         f"{exercise}: the mask has the right shape {letters} but {len(wrong)} of {actual.numel()} "
         f"entries are wrong, the first at index {list(first)}: expected {_describe(bool(expected[first]))}, "
         f"got {_describe(bool(actual[first]))}. {rule}"
@@ -186,46 +174,46 @@ DECODER_RULE = "Entry [b, 0, i, j] is True exactly where key j <= query i and to
 
 def compare_causal(fn, size: int, expected: torch.Tensor | None = None) -> torch.Tensor:
     """The learner's causal_mask(size, device=DEVICE) against ``expected`` (default: PyTorch's)."""
-    expect_parameter(CAUSAL, fn, "device", "def causal_mask(size, device=None):")
-    actual = call(CAUSAL, fn, size, device=DEVICE)
+    core.expect_parameter(CAUSAL, fn, "device", "def causal_mask(size, device=None):")
+    actual = core.call(CAUSAL, fn, size, device=DEVICE)
     expected = expected_causal(size, DEVICE) if expected is None else expected
-    mistakes = mistake_outputs(CAUSAL_MISTAKES, size, DEVICE)
+    mistakes = core.mistake_outputs(CAUSAL_MISTAKES, size, DEVICE)
     compare_mask(CAUSAL, actual, expected, CAUSAL_LETTERS, mistakes, CAUSAL_RULE)
-    expect_device(CAUSAL, "the mask", actual, DEVICE)
+    core.expect_device(CAUSAL, "the mask", actual, DEVICE)
     return actual
 
 
 def _run_tokens(exercise: str, fn, tokens: torch.Tensor, pad_id: int):
-    with unchanged(exercise, tokens=tokens):
-        return call(exercise, fn, tokens, pad_id)
+    with core.unchanged(exercise, tokens=tokens):
+        return core.call(exercise, fn, tokens, pad_id)
 
 
 def compare_padding(fn, tokens: torch.Tensor, pad_id: int, expected: torch.Tensor | None = None) -> None:
     """The learner's padding_mask(tokens, pad_id) against ``expected`` (default: PyTorch's)."""
     actual = _run_tokens(PADDING, fn, tokens, pad_id)
     expected = expected_padding(tokens, pad_id) if expected is None else expected
-    mistakes = mistake_outputs(PADDING_MISTAKES, tokens, pad_id)
+    mistakes = core.mistake_outputs(PADDING_MISTAKES, tokens, pad_id)
     compare_mask(PADDING, actual, expected, PADDING_LETTERS, mistakes, PADDING_RULE)
-    expect_device(PADDING, "the mask", actual, tokens.device)
+    core.expect_device(PADDING, "the mask", actual, tokens.device)
 
 
 def compare_decoder(fn, tokens: torch.Tensor, pad_id: int, expected: torch.Tensor | None = None) -> None:
     """The learner's decoder_mask(tokens, pad_id) against ``expected`` (default: PyTorch's)."""
     actual = _run_tokens(DECODER, fn, tokens, pad_id)
     expected = expected_decoder(tokens, pad_id) if expected is None else expected
-    mistakes = mistake_outputs(DECODER_MISTAKES, tokens, pad_id)
+    mistakes = core.mistake_outputs(DECODER_MISTAKES, tokens, pad_id)
     compare_mask(DECODER, actual, expected, DECODER_LETTERS, mistakes, DECODER_RULE)
-    expect_device(DECODER, "the mask", actual, tokens.device)
+    core.expect_device(DECODER, "the mask", actual, tokens.device)
 
 
 def _check_form(exercise, actual, expected_shape, letters, mistakes, device) -> None:
     """Only the form of a mask: a tensor, boolean, of the expected shape, on the inputs' device."""
-    actual = expect_tensor(exercise, "the mask", actual)
+    actual = core.expect_tensor(exercise, "the mask", actual)
     dummy = torch.zeros(expected_shape, dtype=torch.bool, device=actual.device)
     if actual.dtype != torch.bool or actual.shape != dummy.shape:
         compare_mask(exercise, actual, dummy, letters, mistakes, "")
     if device is not None:
-        expect_device(exercise, "the mask", actual, device)
+        core.expect_device(exercise, "the mask", actual, device)
 
 
 # ---------------------------------------------------------------- the checks
@@ -234,10 +222,10 @@ def _check_form(exercise, actual, expected_shape, letters, mistakes, device) -> 
 def check_causal_mask_shape(fn) -> None:
     """causal_mask(T) is a boolean [T, T] tensor."""
     size = 6
-    actual = call(CAUSAL, fn, size)
-    mistakes = mistake_outputs(CAUSAL_MISTAKES, size, None)
+    actual = core.call(CAUSAL, fn, size)
+    mistakes = core.mistake_outputs(CAUSAL_MISTAKES, size, None)
     _check_form(CAUSAL, actual, (size, size), CAUSAL_LETTERS, mistakes, None)
-    passed(f"{CAUSAL}({size}) is a boolean mask of shape [T, T] = [{size}, {size}]")
+    core.passed(f"{CAUSAL}({size}) is a boolean mask of shape [T, T] = [{size}, {size}]")
 
 
 def check_causal_mask_values(fn) -> None:
@@ -245,7 +233,7 @@ def check_causal_mask_values(fn) -> None:
     on the device it is asked for."""
     compare_causal(fn, 7)
     compare_causal(fn, 1)
-    passed(
+    core.passed(
         f"{CAUSAL} equals torch's nn.Transformer.generate_square_subsequent_mask(T) == 0: "
         "True where key j <= query i"
     )
@@ -255,10 +243,10 @@ def check_padding_mask_shape(fn) -> None:
     """padding_mask(tokens [B, T], pad_id) is a boolean [B, 1, 1, T] tensor on the tokens' device."""
     tokens = tokens_tensor(TOKENS_PAD_0)
     actual = _run_tokens(PADDING, fn, tokens, 0)
-    mistakes = mistake_outputs(PADDING_MISTAKES, tokens, 0)
+    mistakes = core.mistake_outputs(PADDING_MISTAKES, tokens, 0)
     b, t = tokens.shape
     _check_form(PADDING, actual, (b, 1, 1, t), PADDING_LETTERS, mistakes, tokens.device)
-    passed(f"{PADDING} is a boolean mask of shape [B, 1, 1, T] = [{b}, 1, 1, {t}]")
+    core.passed(f"{PADDING} is a boolean mask of shape [B, 1, 1, T] = [{b}, 1, 1, {t}]")
 
 
 def check_padding_mask_values(fn) -> None:
@@ -266,24 +254,24 @@ def check_padding_mask_values(fn) -> None:
     on rows with different amounts of padding."""
     compare_padding(fn, tokens_tensor(TOKENS_PAD_0), 0)
     compare_padding(fn, tokens_tensor(TOKENS_PAD_2), 2)
-    passed(f"{PADDING} is True exactly at the real tokens, for pad_id = 0 and pad_id = 2")
+    core.passed(f"{PADDING} is True exactly at the real tokens, for pad_id = 0 and pad_id = 2")
 
 
 def check_decoder_mask_shape(fn) -> None:
     """decoder_mask(tokens [B, T], pad_id) is a boolean [B, 1, T, T] tensor on the tokens' device."""
     tokens = tokens_tensor(TOKENS_PAD_0)
     actual = _run_tokens(DECODER, fn, tokens, 0)
-    mistakes = mistake_outputs(DECODER_MISTAKES, tokens, 0)
+    mistakes = core.mistake_outputs(DECODER_MISTAKES, tokens, 0)
     b, t = tokens.shape
     _check_form(DECODER, actual, (b, 1, t, t), DECODER_LETTERS, mistakes, tokens.device)
-    passed(f"{DECODER} is a boolean mask of shape [B, 1, T, T] = [{b}, 1, {t}, {t}]")
+    core.passed(f"{DECODER} is a boolean mask of shape [B, 1, T, T] = [{b}, 1, {t}, {t}]")
 
 
 def check_decoder_mask_values(fn) -> None:
     """Equal to PyTorch's tgt_mask and tgt_key_padding_mask combined, for pad_id 0 and pad_id 2."""
     compare_decoder(fn, tokens_tensor(TOKENS_PAD_0), 0)
     compare_decoder(fn, tokens_tensor(TOKENS_PAD_2), 2)
-    passed(f"{DECODER} blocks both the future and the padding, for pad_id = 0 and pad_id = 2")
+    core.passed(f"{DECODER} blocks both the future and the padding, for pad_id = 0 and pad_id = 2")
 
 
 CATALOGUE = {CAUSAL: CAUSAL_MISTAKES, PADDING: PADDING_MISTAKES, DECODER: DECODER_MISTAKES}

@@ -19,21 +19,7 @@ from types import SimpleNamespace
 import torch
 from torch import nn
 
-from autograder.checks.core import (
-    CheckFailure,
-    build,
-    call,
-    catalogue,
-    expect_close,
-    expect_device,
-    expect_dtype,
-    expect_shape,
-    expect_tensor,
-    load_weights,
-    mistake_outputs,
-    passed,
-    unchanged,
-)
+from autograder.checks import core
 from autograder.checks.device import DEVICE, DTYPE, exact_matmul, random_tensor
 from autograder.checks.oracles import mha_state, randomize_
 
@@ -55,14 +41,14 @@ NOT_CONTIGUOUS = (
 def _call(exercise: str, fn, *args):
     """core.call, with a clear message for .view() on a transposed (non-contiguous) tensor."""
     try:
-        return call(exercise, fn, *args)
-    except CheckFailure as failure:
+        return core.call(exercise, fn, *args)
+    except core.CheckFailure as failure:
         cause = failure.__cause__
         if isinstance(cause, RuntimeError) and "view size is not compatible" in str(cause):
-            raise CheckFailure(NOT_CONTIGUOUS.format(exercise=exercise)) from cause
+            raise core.CheckFailure(NOT_CONTIGUOUS.format(exercise=exercise)) from cause
         helper = _raising_function(cause) if isinstance(cause, NotImplementedError) else None
         if helper in (SPLIT_HEADS, MERGE_HEADS) and helper != exercise:
-            raise CheckFailure(
+            raise core.CheckFailure(
                 f"{exercise} calls {helper}, which is not implemented yet: write {helper} "
                 "(the exercise above) and run its cell, then run this check again."
             ) from cause
@@ -100,7 +86,7 @@ def _split_blocks(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     return torch.stack(x.chunk(n_heads, dim=-1), dim=1)
 
 
-SPLIT_MISTAKES = catalogue(
+SPLIT_MISTAKES = core.catalogue(
     SPLIT_HEADS,
     {
         "view straight to [B, h, T, d_k]": lambda x, n_heads: x.reshape(
@@ -121,40 +107,40 @@ SPLIT_MISTAKES = catalogue(
 
 def compare_split(fn, x: torch.Tensor, n_heads: int, expected: torch.Tensor | None = None) -> None:
     """Compare split_heads(x, n_heads) with ``expected`` (default: the block formula)."""
-    with unchanged(SPLIT_HEADS, x=x):
+    with core.unchanged(SPLIT_HEADS, x=x):
         out = _call(SPLIT_HEADS, fn, x, n_heads)
     expected = _split_blocks(x, n_heads) if expected is None else expected
-    wrong = mistake_outputs(SPLIT_MISTAKES, x, n_heads)
-    expect_close(SPLIT_HEADS, "the output", out, expected, SPLIT, wrong)
-    expect_dtype(SPLIT_HEADS, "the output", out, x.dtype)
-    expect_device(SPLIT_HEADS, "the output", out, x.device)
+    wrong = core.mistake_outputs(SPLIT_MISTAKES, x, n_heads)
+    core.expect_close(SPLIT_HEADS, "the output", out, expected, SPLIT, wrong)
+    core.expect_dtype(SPLIT_HEADS, "the output", out, x.dtype)
+    core.expect_device(SPLIT_HEADS, "the output", out, x.device)
 
 
 def check_split_heads(fn) -> None:
     """[B, T, D] -> [B, h, T, d_k], head i holding the i-th block of d_k features."""
     x = random_tensor(B, T, D, seed=100)
     compare_split(fn, x, H)
-    passed(f"{SPLIT_HEADS} turns [B, T, D] = {[B, T, D]} into {SPLIT} = {[B, H, T, D_K]}, head by head")
+    core.passed(f"{SPLIT_HEADS} turns [B, T, D] = {[B, T, D]} into {SPLIT} = {[B, H, T, D_K]}, head by head")
 
 
 def check_split_heads_blocks(fn) -> None:
     """Changing feature j of one position changes only head j // d_k at that position."""
     x = random_tensor(B, T, D, seed=110)
     before = _call(SPLIT_HEADS, fn, x, H)
-    expect_tensor(SPLIT_HEADS, "the output", before)
-    expect_shape(SPLIT_HEADS, "the output", before, SPLIT, (B, H, T, D_K))
+    core.expect_tensor(SPLIT_HEADS, "the output", before)
+    core.expect_shape(SPLIT_HEADS, "the output", before, SPLIT, (B, H, T, D_K))
     for feature in (0, D_K + 1, D - 1):
         moved = x.clone()
         moved[1, 3, feature] += 10.0
         changed = (_call(SPLIT_HEADS, fn, moved, H) != before).nonzero().tolist()
         head, position = feature // D_K, 3
         if changed != [[1, head, position, feature % D_K]]:
-            raise CheckFailure(
+            raise core.CheckFailure(
                 f"{SPLIT_HEADS}: changing feature {feature} of position {position} (batch 1) should "
                 f"change only out[1, {head}, {position}, {feature % D_K}] (head {feature} // d_k = "
                 f"{head}), but it changed {changed[:4]}."
             )
-    passed(f"{SPLIT_HEADS} gives feature j of a position to head j // d_k, at the same position")
+    core.passed(f"{SPLIT_HEADS} gives feature j of a position to head j // d_k, at the same position")
 
 
 # ----------------------------------------------------------------------------- merge_heads
@@ -165,7 +151,7 @@ def _merge_blocks(x: torch.Tensor) -> torch.Tensor:
     return torch.cat(x.unbind(dim=1), dim=-1)
 
 
-MERGE_MISTAKES = catalogue(
+MERGE_MISTAKES = core.catalogue(
     MERGE_HEADS,
     {
         "view without transposing back": lambda x: x.reshape(x.size(0), x.size(2), x.size(1) * x.size(3)),
@@ -179,31 +165,31 @@ MERGE_MISTAKES = catalogue(
 
 def compare_merge(fn, x: torch.Tensor, expected: torch.Tensor | None = None) -> None:
     """Compare merge_heads(x) with ``expected`` (default: the concatenation formula)."""
-    with unchanged(MERGE_HEADS, x=x):
+    with core.unchanged(MERGE_HEADS, x=x):
         out = _call(MERGE_HEADS, fn, x)
     expected = _merge_blocks(x) if expected is None else expected
-    wrong = mistake_outputs(MERGE_MISTAKES, x)
-    expect_close(MERGE_HEADS, "the output", out, expected, MERGED, wrong)
-    expect_dtype(MERGE_HEADS, "the output", out, x.dtype)
-    expect_device(MERGE_HEADS, "the output", out, x.device)
+    wrong = core.mistake_outputs(MERGE_MISTAKES, x)
+    core.expect_close(MERGE_HEADS, "the output", out, expected, MERGED, wrong)
+    core.expect_dtype(MERGE_HEADS, "the output", out, x.dtype)
+    core.expect_device(MERGE_HEADS, "the output", out, x.device)
 
 
 def check_merge_heads(fn) -> None:
     """[B, h, T, d_k] -> [B, T, D], on a contiguous input (as attention's output is)."""
     x = random_tensor(B, H, T, D_K, seed=200)
     compare_merge(fn, x)
-    passed(f"{MERGE_HEADS} turns {SPLIT} = {[B, H, T, D_K]} into [B, T, D] = {[B, T, D]}")
+    core.passed(f"{MERGE_HEADS} turns {SPLIT} = {[B, H, T, D_K]} into [B, T, D] = {[B, T, D]}")
 
 
 def check_merge_heads_round_trip(fn) -> None:
     """merge_heads undoes the split: merge_heads(split(x)) == x, and the split of a merge too."""
     x = random_tensor(B, T, D, seed=210)
     back = _call(MERGE_HEADS, fn, _split_blocks(x, H))
-    expect_close(MERGE_HEADS, "merge_heads(split_heads(x))", back, x, MERGED, [])
+    core.expect_close(MERGE_HEADS, "merge_heads(split_heads(x))", back, x, MERGED, [])
     heads = random_tensor(B, H, T, D_K, seed=211)
     again = _split_blocks(_call(MERGE_HEADS, fn, heads), H)
-    expect_close(MERGE_HEADS, "split_heads(merge_heads(x))", again, heads, SPLIT, [])
-    passed(f"{MERGE_HEADS} is the inverse of split_heads, in both directions")
+    core.expect_close(MERGE_HEADS, "split_heads(merge_heads(x))", again, heads, SPLIT, [])
+    core.passed(f"{MERGE_HEADS} is the inverse of split_heads, in both directions")
 
 
 # ----------------------------------------------------------------------------- MultiHeadAttention
@@ -264,7 +250,7 @@ def _merge_without_transpose(x):
     return x.reshape(x.size(0), x.size(2), x.size(1) * x.size(3))
 
 
-MHA_MISTAKES = catalogue(
+MHA_MISTAKES = core.catalogue(
     MHA,
     {
         "no output projection": lambda m, query, key, value, mask=None: _mha(
@@ -329,7 +315,7 @@ def _stand_in(module, n_heads: int):
 
 def _forward(module, query, key, value, mask=None):
     inputs = {"query": query, "key": key, "value": value} | ({} if mask is None else {"mask": mask})
-    with unchanged(MHA, **inputs), torch.no_grad():
+    with core.unchanged(MHA, **inputs), torch.no_grad():
         return _call(MHA, module, query, key, value, mask)
 
 
@@ -337,20 +323,20 @@ def compare_mha(module, n_heads, query, key, value, mask, expected_out, expected
     """The learner's output against ``expected_out`` (naming a known mistake), and, when given,
     the weights it keeps in ``self.attn`` against ``expected_attn``."""
     out = _forward(module, query, key, value, mask)
-    wrong = mistake_outputs(MHA_MISTAKES, _stand_in(module, n_heads), query, key, value, mask)
-    expect_close(MHA, "the output", out, expected_out, MHA_OUT, wrong)
-    expect_dtype(MHA, "the output", out, query.dtype)
-    expect_device(MHA, "the output", out, query.device)
+    wrong = core.mistake_outputs(MHA_MISTAKES, _stand_in(module, n_heads), query, key, value, mask)
+    core.expect_close(MHA, "the output", out, expected_out, MHA_OUT, wrong)
+    core.expect_dtype(MHA, "the output", out, query.dtype)
+    core.expect_device(MHA, "the output", out, query.device)
     if expected_attn is None:
         return
     attn = getattr(module, "attn", None)
     if not isinstance(attn, torch.Tensor):
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{MHA}: self.attn should hold the last attention weights {MHA_ATTN}, got "
             f"{type(attn).__name__}; keep the weights that scaled_dot_product_attention returns: "
             "out, self.attn = scaled_dot_product_attention(q, k, v, mask)."
         )
-    expect_close(MHA, "self.attn", attn, expected_attn, MHA_ATTN)
+    core.expect_close(MHA, "self.attn", attn, expected_attn, MHA_ATTN)
 
 
 def _inputs(seed: int):
@@ -379,32 +365,32 @@ def _oracle_pair(seed: int):
 def check_mha_init(cls) -> None:
     """w_q, w_k, w_v, w_o: nn.Linear(D, D) with bias, in that order; 4·D² + 4·D parameters;
     D % h != 0 is a ValueError."""
-    module = build(MHA, cls, D, H)
+    module = core.build(MHA, cls, D, H)
     expected = [f"{name}.{part}" for name in LINEARS for part in ("weight", "bias")]
     found = list(module.state_dict())
     missing = [name for name in expected if name not in found]
     if missing and all(name.endswith(".bias") for name in missing):
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{MHA}: the projections have no bias (missing {missing}); the lesson's projections are "
             "nn.Linear(d_model, d_model) with a bias, PyTorch's default: leave out bias=False."
         )
     if sorted(found) != sorted(expected):
-        load_weights(MHA, module, dict.fromkeys(expected, torch.zeros(())))  # names what is missing
+        core.load_weights(MHA, module, dict.fromkeys(expected, torch.zeros(())))  # names what is missing
     if found != expected:
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{MHA}: create the projections in the order w_q, w_k, w_v, w_o (so weights load in "
             f"the contract's order); your parameters come in the order {found}."
         )
     for name in LINEARS:
         layer = getattr(module, name)
         if not isinstance(layer, nn.Linear) or layer.weight.shape != (D, D) or layer.bias is None:
-            raise CheckFailure(
+            raise core.CheckFailure(
                 f"{MHA}: self.{name} should be nn.Linear(d_model, d_model) with a bias, "
                 f"weight [D, D] = {[D, D]}; got {layer}."
             )
     count = sum(p.numel() for p in module.parameters())
     if count != 4 * D * D + 4 * D:
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{MHA}: expected 4·D² + 4·D = {4 * D * D + 4 * D} parameters for D = {D}, got {count}."
         )
     try:
@@ -412,16 +398,16 @@ def check_mha_init(cls) -> None:
     except ValueError:
         pass
     except Exception as error:
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{MHA}(d_model=10, n_heads=3) raised {type(error).__name__}: {error}; raise a "
             "ValueError that says d_model must be divisible by n_heads."
         ) from error
     else:
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{MHA}(d_model=10, n_heads=3) should raise a ValueError: 10 is not divisible by 3, "
             "so the heads cannot share d_model equally. Check d_model % n_heads in __init__."
         )
-    passed(
+    core.passed(
         f"{MHA} has w_q, w_k, w_v, w_o = nn.Linear(D, D), 4·D² + 4·D = {count} parameters for "
         f"D = {D}, and rejects D % h != 0"
     )
@@ -431,12 +417,12 @@ def check_mha_init(cls) -> None:
 def check_mha_cross_attention(cls) -> None:
     """Cross-attention (T_q != T_k, key != value), no mask: equal to nn.MultiheadAttention."""
     torch_module, state = _oracle_pair(seed=300)
-    module = build(MHA, cls, D, H)
-    load_weights(MHA, module, state)
+    module = core.build(MHA, cls, D, H)
+    core.load_weights(MHA, module, state)
     query, key, value = _inputs(seed=310)
     expected, _ = torch_expected(torch_module, query, key, value)
     compare_mha(module, H, query, key, value, None, expected)
-    passed(
+    core.passed(
         f"{MHA} equals nn.MultiheadAttention for cross-attention: query [B, T_q, D], key and value "
         f"[B, T_k, D], T_q={T_Q} != T_k={T_K}, output {MHA_OUT}"
     )
@@ -447,8 +433,8 @@ def check_mha_mask(cls) -> None:
     """A boolean mask [B, 1, T_q, T_k] (True = may attend) broadcast over the heads; a masked key
     cannot move the output."""
     torch_module, state = _oracle_pair(seed=400)
-    module = build(MHA, cls, D, H)
-    load_weights(MHA, module, state)
+    module = core.build(MHA, cls, D, H)
+    core.load_weights(MHA, module, state)
     query, key, value = _inputs(seed=410)
     mask = _mask(seed=411)
     expected, _ = torch_expected(torch_module, query, key, value, mask)
@@ -458,8 +444,8 @@ def check_mha_mask(cls) -> None:
     moved_value[:, -1] -= 100.0
     out = _forward(module, query, key, value, mask)
     if not torch.allclose(out, _forward(module, query, moved_key, moved_value, mask)):
-        raise CheckFailure(f"{MHA}: changing the key and value of a masked position changed the output")
-    passed(
+        raise core.CheckFailure(f"{MHA}: changing the key and value of a masked position changed the output")
+    core.passed(
         f"{MHA} applies a mask [B, 1, T_q, T_k] (True = may attend) to every head; masked keys have no effect"
     )
 
@@ -468,13 +454,13 @@ def check_mha_mask(cls) -> None:
 def check_mha_attn(cls) -> None:
     """self.attn keeps the last weights [B, h, T_q, T_k], one map per head (not averaged)."""
     torch_module, state = _oracle_pair(seed=500)
-    module = build(MHA, cls, D, H)
-    load_weights(MHA, module, state)
+    module = core.build(MHA, cls, D, H)
+    core.load_weights(MHA, module, state)
     query, key, value = _inputs(seed=510)
     mask = _mask(seed=511)
     expected, weights = torch_expected(torch_module, query, key, value, mask)
     compare_mha(module, H, query, key, value, mask, expected, weights)
-    passed(
+    core.passed(
         f"{MHA} keeps self.attn {MHA_ATTN} = {[B, H, T_Q, T_K]}, equal to nn.MultiheadAttention's "
         "weights with average_attn_weights=False"
     )

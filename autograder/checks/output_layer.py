@@ -29,23 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from autograder.checks.core import (
-    CheckFailure,
-    build,
-    call,
-    catalogue,
-    expect_close,
-    expect_device,
-    expect_dtype,
-    expect_shape,
-    expect_tensor,
-    load_weights,
-    mistake_outputs,
-    named,
-    passed,
-    same,
-    unchanged,
-)
+from autograder.checks import core
 from autograder.checks.device import DEVICE, DTYPE, exact_matmul, random_tensor
 from autograder.checks.oracles import prefixed, randomize_, sinusoidal_table, stack_state
 
@@ -57,7 +41,7 @@ GENERATOR = "Generator"
 G_B, G_T, G_D, G_V = 2, 5, 6, 11
 LOG_PROBS = "[B, T, V]"
 
-GENERATOR_MISTAKES = catalogue(
+GENERATOR_MISTAKES = core.catalogue(
     GENERATOR,
     {
         "softmax instead of log_softmax": lambda self, x: torch.softmax(self.proj(x), dim=-1),
@@ -71,16 +55,16 @@ GENERATOR_MISTAKES = catalogue(
 
 def generator_module(cls, d_model: int, vocab_size: int):
     """The learner's Generator, with ``proj`` an nn.Linear(d_model, vocab_size) with a bias."""
-    module = build(GENERATOR, cls, d_model, vocab_size)
+    module = core.build(GENERATOR, cls, d_model, vocab_size)
     proj = getattr(module, "proj", None)
     if not isinstance(proj, nn.Linear):
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{GENERATOR}: expected an attribute `proj` that is an nn.Linear, got "
             f"{type(proj).__name__ if proj is not None else 'no attribute proj'}; "
             "create it in __init__ with self.proj = nn.Linear(d_model, vocab_size)."
         )
     if (proj.in_features, proj.out_features) != (d_model, vocab_size) or proj.bias is None:
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{GENERATOR}: expected proj = nn.Linear(d_model, vocab_size) = nn.Linear({d_model}, "
             f"{vocab_size}) with a bias, got nn.Linear({proj.in_features}, {proj.out_features}"
             f"{'' if proj.bias is not None else ', bias=False'})"
@@ -89,19 +73,21 @@ def generator_module(cls, d_model: int, vocab_size: int):
 
 
 def _run_generator(module, x):
-    with unchanged(GENERATOR, x=x):
-        out = expect_tensor(GENERATOR, "the output", call(GENERATOR, module, x))
+    with core.unchanged(GENERATOR, x=x):
+        out = core.expect_tensor(GENERATOR, "the output", core.call(GENERATOR, module, x))
     return out.detach()
 
 
 def compare_generator(module, x, expected) -> None:
     """The learner's log-probabilities against ``expected``, naming a known mistake."""
     out = _run_generator(module, x)
-    wrong = mistake_outputs(GENERATOR_MISTAKES, module, x)
-    expect_close(GENERATOR, "the log-probabilities", out, expected, LOG_PROBS, wrong)
+    wrong = core.mistake_outputs(GENERATOR_MISTAKES, module, x)
+    core.expect_close(GENERATOR, "the log-probabilities", out, expected, LOG_PROBS, wrong)
     sums = out.exp().sum(-1)
     if not torch.allclose(sums, torch.ones_like(sums)):
-        raise CheckFailure(f"{GENERATOR}: exp of each row must sum to 1, got {sums.flatten()[:4].tolist()}")
+        raise core.CheckFailure(
+            f"{GENERATOR}: exp of each row must sum to 1, got {sums.flatten()[:4].tolist()}"
+        )
 
 
 def _linear_oracle(d_model: int, vocab_size: int, seed: int, scale: float = 1.0) -> nn.Linear:
@@ -116,7 +102,7 @@ def _generator_with(cls, oracle: nn.Linear):
     """The learner's Generator with the oracle's weights in ``proj``."""
     module = generator_module(cls, oracle.in_features, oracle.out_features)
     state = {"proj.weight": oracle.weight.detach().clone(), "proj.bias": oracle.bias.detach().clone()}
-    load_weights(GENERATOR, module, state, names="proj, an nn.Linear")
+    core.load_weights(GENERATOR, module, state, names="proj, an nn.Linear")
     return module
 
 
@@ -125,10 +111,10 @@ def check_generator_shapes(cls) -> None:
     module = _generator_with(cls, _linear_oracle(G_D, G_V, seed=0))
     x = random_tensor(G_B, G_T, G_D, seed=1)
     out = _run_generator(module, x)
-    expect_shape(GENERATOR, "the output", out, LOG_PROBS, (G_B, G_T, G_V))
-    expect_dtype(GENERATOR, "the output", out, x.dtype)
-    expect_device(GENERATOR, "the output", out, x.device)
-    passed(
+    core.expect_shape(GENERATOR, "the output", out, LOG_PROBS, (G_B, G_T, G_V))
+    core.expect_dtype(GENERATOR, "the output", out, x.dtype)
+    core.expect_device(GENERATOR, "the output", out, x.device)
+    core.passed(
         f"{GENERATOR} has proj = nn.Linear(D, V) and maps [B, T, D] to {LOG_PROBS} = [{G_B}, {G_T}, {G_V}]"
     )
 
@@ -141,7 +127,7 @@ def check_generator_values(cls) -> None:
     with torch.no_grad():
         expected = F.log_softmax(oracle(x), dim=-1)
     compare_generator(module, x, expected)
-    passed(
+    core.passed(
         f"{GENERATOR} equals F.log_softmax(nn.Linear(x), dim=-1) (same weights); exp of each row sums to 1"
     )
 
@@ -154,7 +140,7 @@ def check_generator_large_logits(cls) -> None:
     with torch.no_grad():
         expected = F.log_softmax(oracle(x), dim=-1)
     compare_generator(module, x, expected)
-    passed(
+    core.passed(
         f"{GENERATOR} stays finite for logits thousands apart "
         f"(smallest log-probability {float(expected.min()):.0f})"
     )
@@ -199,7 +185,7 @@ def _transformer_states(
     )
 
 
-TRANSFORMER_MISTAKES = catalogue(
+TRANSFORMER_MISTAKES = core.catalogue(
     TRANSFORMER,
     {
         "generator applied in forward": lambda self, src, tgt, sm, tm: self.generator(
@@ -226,10 +212,10 @@ def transformer_args(src_vocab=SRC_VOCAB, tgt_vocab=TGT_VOCAB, d_model=D_MODEL, 
 
 def transformer_module(cls, args: dict):
     """The learner's Transformer (dropout 0, eval, float64, DEVICE) with a ``generator`` module."""
-    module = build(TRANSFORMER, cls, **args)
+    module = core.build(TRANSFORMER, cls, **args)
     generator = getattr(module, "generator", None)
     if not isinstance(generator, nn.Module):
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{TRANSFORMER}: expected an attribute `generator` that is a module (your Generator), got "
             f"{type(generator).__name__ if generator is not None else 'no attribute generator'}; "
             "create it in __init__ with self.generator = Generator(d_model, tgt_vocab)."
@@ -252,20 +238,20 @@ def transformer_inputs(batch, t_src, t_tgt, src_vocab, tgt_vocab, generator: tor
 
 
 def call_model(what: str, fn, *args) -> torch.Tensor:
-    out = call(TRANSFORMER, fn, *args)
-    return expect_tensor(TRANSFORMER, what, out).detach()
+    out = core.call(TRANSFORMER, fn, *args)
+    return core.expect_tensor(TRANSFORMER, what, out).detach()
 
 
 def transformer_forward(module, src, tgt, src_mask, tgt_mask) -> torch.Tensor:
-    with unchanged(TRANSFORMER, src=src, tgt=tgt, src_mask=src_mask, tgt_mask=tgt_mask), torch.no_grad():
+    with core.unchanged(TRANSFORMER, src=src, tgt=tgt, src_mask=src_mask, tgt_mask=tgt_mask), torch.no_grad():
         return call_model("forward's output", module, src, tgt, src_mask, tgt_mask)
 
 
 def compare_transformer(module, src, tgt, src_mask, tgt_mask, expected, what="forward's output") -> None:
     """forward against ``expected`` [B, T_tgt, D], naming a known mistake when the output matches one."""
     out = transformer_forward(module, src, tgt, src_mask, tgt_mask)
-    wrong = mistake_outputs(TRANSFORMER_MISTAKES, module, src, tgt, src_mask, tgt_mask)
-    expect_close(TRANSFORMER, what, out, expected, STATES, wrong)
+    wrong = core.mistake_outputs(TRANSFORMER_MISTAKES, module, src, tgt, src_mask, tgt_mask)
+    core.expect_close(TRANSFORMER, what, out, expected, STATES, wrong)
 
 
 def expected_parameter_count(src_vocab, tgt_vocab, d_model, n_heads, d_ff, n_layers) -> dict[str, int]:
@@ -291,29 +277,30 @@ def check_transformer_shapes(cls) -> None:
     )
     with torch.no_grad():
         memory = call_model("encode's output", module.encode, src, src_mask)
-        expect_shape(TRANSFORMER, "encode's output (the memory)", memory, MEMORY, (B, T_SRC, D_MODEL))
+        core.expect_shape(TRANSFORMER, "encode's output (the memory)", memory, MEMORY, (B, T_SRC, D_MODEL))
         states = call_model("decode's output", module.decode, memory, src_mask, tgt, tgt_mask)
-        expect_shape(TRANSFORMER, "decode's output", states, STATES, (B, T_TGT, D_MODEL))
+        core.expect_shape(TRANSFORMER, "decode's output", states, STATES, (B, T_TGT, D_MODEL))
         out = transformer_forward(module, src, tgt, src_mask, tgt_mask)
         if tuple(out.shape) == (B, T_TGT, TGT_VOCAB):
-            raise CheckFailure(
-                named(TRANSFORMER_MISTAKES, "generator applied in forward").message(TRANSFORMER)
+            raise core.CheckFailure(
+                core.named(TRANSFORMER_MISTAKES, "generator applied in forward").message(TRANSFORMER)
             )
-        expect_shape(TRANSFORMER, "forward's output", out, STATES, (B, T_TGT, D_MODEL))
-        expect_dtype(TRANSFORMER, "forward's output", out, DTYPE)
-        expect_device(TRANSFORMER, "forward's output", out, src.device)
+        core.expect_shape(TRANSFORMER, "forward's output", out, STATES, (B, T_TGT, D_MODEL))
+        core.expect_dtype(TRANSFORMER, "forward's output", out, DTYPE)
+        core.expect_device(TRANSFORMER, "forward's output", out, src.device)
         log_probs = call_model("generator's output", module.generator, out)
-        expect_shape(TRANSFORMER, "generator(forward(...))", log_probs, TGT_LOG_PROBS, (B, T_TGT, TGT_VOCAB))
+        shape = (B, T_TGT, TGT_VOCAB)
+        core.expect_shape(TRANSFORMER, "generator(forward(...))", log_probs, TGT_LOG_PROBS, shape)
     parts = expected_parameter_count(SRC_VOCAB, TGT_VOCAB, D_MODEL, N_HEADS, D_FF, N_LAYERS)
     count = sum(p.numel() for p in module.parameters())
     if count != sum(parts.values()):
         listed = ", ".join(f"{name} {number}" for name, number in parts.items())
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{TRANSFORMER}: expected {sum(parts.values())} parameters ({listed}), got {count}. Each part "
             "is created once (two embeddings, one encoder, one decoder, one generator, nothing shared), "
             "and the positional table is a buffer, not a parameter."
         )
-    passed(
+    core.passed(
         f"{TRANSFORMER}: encode -> {MEMORY}, decode and forward -> {STATES}, generator -> {TGT_LOG_PROBS}; "
         f"{count} parameters"
     )
@@ -331,7 +318,7 @@ def check_transformer_consistency(cls) -> None:
     compare_transformer(
         module, src, tgt, src_mask, tgt_mask, expected, "forward's output (against decode(encode(...)))"
     )
-    passed(
+    core.passed(
         f"{TRANSFORMER}: forward(src, tgt, ...) equals decode(encode(src, src_mask), src_mask, tgt, tgt_mask)"
     )
 
@@ -339,10 +326,10 @@ def check_transformer_consistency(cls) -> None:
 def _named_or(module, args, names: list[str], fallback: str) -> str:
     """The message of the known mistake (among ``names``) that forward matches, or ``fallback``."""
     out = transformer_forward(module, *args)
-    candidates = [named(TRANSFORMER_MISTAKES, name) for name in names]
-    for mistake, output in mistake_outputs(candidates, module, *args):
+    candidates = [core.named(TRANSFORMER_MISTAKES, name) for name in names]
+    for mistake, output in core.mistake_outputs(candidates, module, *args):
         if isinstance(output, torch.Tensor) and output.shape == out.shape:
-            if same(out, output):
+            if core.same(out, output):
                 return mistake.message(TRANSFORMER)
     return f"{TRANSFORMER}: {fallback}"
 
@@ -364,22 +351,22 @@ def check_transformer_properties(cls) -> None:
     changed[:, -1] = tgt[:, -1] % (TGT_VOCAB - 1) + 1  # another non-padding id
     before = transformer_forward(module, src, tgt, src_mask, causal)
     after = transformer_forward(module, src, changed, src_mask, causal)
-    if not same(before[:, :-1], after[:, :-1]):
-        raise CheckFailure(
+    if not core.same(before[:, :-1], after[:, :-1]):
+        raise core.CheckFailure(
             _named_or(
                 module,
                 (src, tgt, src_mask, causal),
                 ["tgt_mask ignored"],
                 "changing the last target token changed the outputs at earlier positions. "
-                + named(TRANSFORMER_MISTAKES, "tgt_mask ignored").hint,
+                + core.named(TRANSFORMER_MISTAKES, "tgt_mask ignored").hint,
             )
         )
 
     # 2. a padded source token changes (the mask stays): nothing may move
     padded = src.clone()
     padded[~src_mask[:, 0, 0, :]] = SRC_VOCAB - 1
-    if not same(out, transformer_forward(module, padded, tgt, src_mask, tgt_mask)):
-        raise CheckFailure(
+    if not core.same(out, transformer_forward(module, padded, tgt, src_mask, tgt_mask)):
+        raise core.CheckFailure(
             _named_or(
                 module,
                 args,
@@ -392,39 +379,39 @@ def check_transformer_properties(cls) -> None:
     # 3. a real source token changes: the output must move
     real = src.clone()
     real[:, 0] = src[:, 0] % (SRC_VOCAB - 2) + 1
-    if same(out, transformer_forward(module, real, tgt, src_mask, tgt_mask)):
-        raise CheckFailure(
+    if core.same(out, transformer_forward(module, real, tgt, src_mask, tgt_mask)):
+        raise core.CheckFailure(
             _named_or(
                 module,
                 args,
                 ["encoder output not passed to the decoder"],
                 "changing a source token did not change the output. "
-                + named(TRANSFORMER_MISTAKES, "encoder output not passed to the decoder").hint,
+                + core.named(TRANSFORMER_MISTAKES, "encoder output not passed to the decoder").hint,
             )
         )
 
     # 4. positions: reversing the (unpadded) source, or a target of one repeated token
     full = torch.ones_like(src_mask)
-    reversed_same = same(
+    reversed_same = core.same(
         transformer_forward(module, src, tgt, full, tgt_mask),
         transformer_forward(module, src.flip(1), tgt, full, tgt_mask),
     )
     repeated = torch.full_like(tgt, 3)
     rows = transformer_forward(module, src, repeated, src_mask, causal)
-    rows_same = same(rows, rows[:, :1].expand_as(rows))
+    rows_same = core.same(rows, rows[:, :1].expand_as(rows))
     if reversed_same or rows_same:
         name = (
             "no positional encoding" if reversed_same and rows_same else
             "no positional encoding on the source" if reversed_same else
             "no positional encoding on the target"
         )  # fmt: skip
-        hint = named(TRANSFORMER_MISTAKES, name).hint
+        hint = core.named(TRANSFORMER_MISTAKES, name).hint
         what = (
             "reversing the source does not change the output" if reversed_same else
             "a target of one repeated token gives the same output at every position"
         )  # fmt: skip
-        raise CheckFailure(_named_or(module, args, [name], f"{what}. {hint}"))
-    passed(
+        raise core.CheckFailure(_named_or(module, args, [name], f"{what}. {hint}"))
+    core.passed(
         f"{TRANSFORMER}: later target tokens and source padding cannot move an output; the source and the "
         "positions do"
     )
@@ -480,8 +467,8 @@ def check_transformer_values(cls) -> None:
     compare_transformer(module, src, tgt, src_mask, tgt_mask, expected)
     with torch.no_grad():
         mine = call_model("encode's output", module.encode, src, src_mask)
-    expect_close(TRANSFORMER, "encode's output (the memory)", mine, memory, MEMORY)
-    passed(
+    core.expect_close(TRANSFORMER, "encode's output (the memory)", mine, memory, MEMORY)
+    core.passed(
         f"{TRANSFORMER} equals torch's nn.TransformerEncoder/Decoder between nn.Embedding * sqrt(D) + the "
         "sinusoidal table (same weights)"
     )
@@ -502,7 +489,7 @@ def load_transformer(module: nn.Module, state: dict) -> None:
             detail = (
                 f"your model's parts are {tops}; missing {missing or 'none'}, not expected {extra or 'none'}"
             )
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{TRANSFORMER}: this check copies PyTorch's weights into your model by name, so the parts must "
             f"be called {', '.join(PARTS)} (one PositionalEncoding shared by both sides), as the exercise "
             f"asks: {detail}."
@@ -667,7 +654,7 @@ def _greedy_variant(
     return ys
 
 
-GREEDY_MISTAKES = catalogue(
+GREEDY_MISTAKES = core.catalogue(
     GREEDY,
     {
         "float tokens": lambda *a, **k: _greedy_variant(*a, **k, dtype=DTYPE),
@@ -688,9 +675,9 @@ def greedy_case(seed: int, batch=GREEDY_B, t_src=GREEDY_T_SRC, src_vocab=GREEDY_
 
 
 def run_greedy(fn, model, src, src_mask, max_len, start_symbol, end_symbol=None) -> torch.Tensor:
-    with unchanged(GREEDY, src=src, src_mask=src_mask):
-        out = call(GREEDY, fn, model, src, src_mask, max_len, start_symbol, end_symbol)
-    return expect_tensor(GREEDY, "the output", out)
+    with core.unchanged(GREEDY, src=src, src_mask=src_mask):
+        out = core.call(GREEDY, fn, model, src, src_mask, max_len, start_symbol, end_symbol)
+    return core.expect_tensor(GREEDY, "the output", out)
 
 
 def _greedy_message(mistakes, actual):
@@ -708,17 +695,17 @@ def compare_greedy(fn, model, src, src_mask, max_len, start_symbol, end_symbol=N
         expected = step_by_step(*args)
     if _same_tokens(out, expected):
         return
-    wrong = mistake_outputs(GREEDY_MISTAKES, *args)
+    wrong = core.mistake_outputs(GREEDY_MISTAKES, *args)
     if end_symbol is not None:  # the mistakes about end_symbol first: the others show without it
         wrong = sorted(wrong, key=lambda pair: pair[0].name not in END_MISTAKES)
     message = _greedy_message(wrong, out)
     if message:
-        raise CheckFailure(message)
+        raise core.CheckFailure(message)
     if out.is_floating_point():
-        raise CheckFailure(named(GREEDY_MISTAKES, "float tokens").message(GREEDY))
-    expect_dtype(GREEDY, "the output", out, torch.long)
-    expect_shape(GREEDY, "the output", out, TOKENS, expected.shape)
-    expect_close(GREEDY, "the output", out, expected, TOKENS)
+        raise core.CheckFailure(core.named(GREEDY_MISTAKES, "float tokens").message(GREEDY))
+    core.expect_dtype(GREEDY, "the output", out, torch.long)
+    core.expect_shape(GREEDY, "the output", out, TOKENS, expected.shape)
+    core.expect_close(GREEDY, "the output", out, expected, TOKENS)
 
 
 def check_greedy_shapes(fn) -> None:
@@ -727,20 +714,20 @@ def check_greedy_shapes(fn) -> None:
     args = (model, src, src_mask, GREEDY_MAX_LEN, START)
     out = run_greedy(fn, *args)
     if out.is_floating_point():
-        raise CheckFailure(named(GREEDY_MISTAKES, "float tokens").message(GREEDY))
-    expect_dtype(GREEDY, "the output", out, torch.long)
+        raise core.CheckFailure(core.named(GREEDY_MISTAKES, "float tokens").message(GREEDY))
+    core.expect_dtype(GREEDY, "the output", out, torch.long)
     if tuple(out.shape) == (GREEDY_B, GREEDY_MAX_LEN + 1):
-        raise CheckFailure(named(GREEDY_MISTAKES, "one token too many").message(GREEDY))
-    expect_shape(
+        raise core.CheckFailure(core.named(GREEDY_MISTAKES, "one token too many").message(GREEDY))
+    core.expect_shape(
         GREEDY, "the output (no end_symbol: max_len tokens per row)", out, TOKENS, (GREEDY_B, GREEDY_MAX_LEN)
     )
-    expect_device(GREEDY, "the output", out, src.device)
+    core.expect_device(GREEDY, "the output", out, src.device)
     if not bool((out[:, 0] == START).all()):
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{GREEDY}: every row must begin with start_symbol = {START}, "
             f"got first column {out[:, 0].tolist()}"
         )
-    passed(
+    core.passed(
         f"{GREEDY} returns Long{TOKENS} = [{GREEDY_B}, {GREEDY_MAX_LEN}] (max_len tokens), "
         "starting with start_symbol"
     )
@@ -750,7 +737,9 @@ def check_greedy_values(fn) -> None:
     """Without end_symbol: the same tokens as a step-by-step argmax over the last position."""
     model, src, src_mask = greedy_case(VISIBLE_SEED)
     compare_greedy(fn, model, src, src_mask, GREEDY_MAX_LEN, START)
-    passed(f"{GREEDY} picks the argmax of the last position at every step (a stand-in model, B = {GREEDY_B})")
+    core.passed(
+        f"{GREEDY} picks the argmax of the last position at every step (a stand-in model, B = {GREEDY_B})"
+    )
 
 
 def check_greedy_end_symbol(fn) -> None:
@@ -758,7 +747,7 @@ def check_greedy_end_symbol(fn) -> None:
     model, src, src_mask = greedy_case(VISIBLE_SEED)
     compare_greedy(fn, model, src, src_mask, GREEDY_MAX_LEN, START, VISIBLE_END)
     out = step_by_step(model, src, src_mask, GREEDY_MAX_LEN, START, VISIBLE_END)
-    passed(
+    core.passed(
         f"{GREEDY} with end_symbol = {VISIBLE_END}: finished rows are padded with it, and decoding "
         f"stops after {out.size(1)} of max_len = {GREEDY_MAX_LEN} tokens"
     )

@@ -14,21 +14,7 @@ import re
 
 import torch
 
-from autograder.checks.core import (
-    CheckFailure,
-    Mistake,
-    build,
-    call,
-    catalogue,
-    expect_close,
-    expect_device,
-    expect_shape,
-    expect_tensor,
-    load_weights,
-    mistake_outputs,
-    named,
-    passed,
-)
+from autograder.checks import core
 from autograder.checks.device import DEVICE, DTYPE, random_tensor
 
 TABLE = "sinusoidal_encoding"
@@ -88,7 +74,7 @@ def _variant(
     return pe
 
 
-TABLE_MISTAKES = catalogue(
+TABLE_MISTAKES = core.catalogue(
     TABLE,
     {
         "log10 instead of the natural log": lambda max_len, d_model: _variant(
@@ -102,7 +88,7 @@ TABLE_MISTAKES = catalogue(
 
 def _expect_float(exercise: str, what: str, table: torch.Tensor) -> None:
     if table.dtype not in (torch.float32, torch.float64):
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{exercise}: expected {what} in float32 (PyTorch's default) or float64, got {table.dtype}; "
             "make the positions floats (torch.arange(max_len, dtype=torch.float32)) and do not convert."
         )
@@ -110,50 +96,50 @@ def _expect_float(exercise: str, what: str, table: torch.Tensor) -> None:
 
 def _table_values(what: str, exercise: str, table, expected: torch.Tensor, mistakes) -> None:
     """A table against the formula, in float32 tolerances unless both are float64."""
-    table = expect_tensor(exercise, what, table).detach()
+    table = core.expect_tensor(exercise, what, table).detach()
     _expect_float(exercise, what, table)
     if table.dtype != torch.float64:
         expected = expected.to(torch.float32)  # float32 tolerances for a float32 table
-    expect_close(exercise, what, table, expected, PE_LETTERS, mistakes)
+    core.expect_close(exercise, what, table, expected, PE_LETTERS, mistakes)
 
 
 def compare_table(fn, max_len: int, d_model: int, expected: torch.Tensor | None = None) -> None:
     """sinusoidal_encoding(max_len, d_model) against ``expected`` (default: the formula)."""
-    table = call(TABLE, fn, max_len, d_model)
+    table = core.call(TABLE, fn, max_len, d_model)
     expected = formula(max_len, d_model) if expected is None else expected
-    _table_values("the table", TABLE, table, expected, mistake_outputs(TABLE_MISTAKES, max_len, d_model))
+    _table_values("the table", TABLE, table, expected, core.mistake_outputs(TABLE_MISTAKES, max_len, d_model))
 
 
 def check_sinusoidal_shape(fn) -> None:
     """A float tensor of shape [max_len, D]."""
-    table = expect_tensor(TABLE, "the table", call(TABLE, fn, MAX_LEN, D_TABLE))
-    expect_shape(TABLE, "the table", table, PE_LETTERS, (MAX_LEN, D_TABLE))
+    table = core.expect_tensor(TABLE, "the table", core.call(TABLE, fn, MAX_LEN, D_TABLE))
+    core.expect_shape(TABLE, "the table", table, PE_LETTERS, (MAX_LEN, D_TABLE))
     _expect_float(TABLE, "the table", table)
-    passed(f"{TABLE}(max_len={MAX_LEN}, d_model={D_TABLE}) returns a float tensor {PE_LETTERS}")
+    core.passed(f"{TABLE}(max_len={MAX_LEN}, d_model={D_TABLE}) returns a float tensor {PE_LETTERS}")
 
 
 def check_sinusoidal_values(fn) -> None:
     """Equal to the formula evaluated with Python's math in float64."""
     compare_table(fn, MAX_LEN, D_TABLE)
-    passed(f"{TABLE} equals the paper's formula: sin in the even columns, cos in the odd ones")
+    core.passed(f"{TABLE} equals the paper's formula: sin in the even columns, cos in the odd ones")
 
 
 def expect_odd_raises(fn, max_len: int, d_model: int) -> None:
     """An odd d_model must raise ValueError."""
     try:
-        table = call(TABLE, fn, max_len, d_model)
-    except CheckFailure as failure:
+        table = core.call(TABLE, fn, max_len, d_model)
+    except core.CheckFailure as failure:
         if isinstance(failure.__cause__, ValueError):
             return
         if failure.__cause__ is None or isinstance(failure.__cause__, NotImplementedError):
             raise
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{TABLE}(max_len={max_len}, d_model={d_model}) raised {type(failure.__cause__).__name__}: "
             f"{failure.__cause__}. An odd d_model must raise a ValueError that says why (sin and cos "
             "come in pairs): check `d_model % 2` first."
         ) from failure.__cause__
     shape = list(table.shape) if isinstance(table, torch.Tensor) else type(table).__name__
-    raise CheckFailure(
+    raise core.CheckFailure(
         f"{TABLE}(max_len={max_len}, d_model={d_model}) returned {shape} instead of raising ValueError: "
         "an odd d_model has no partner cos column for its last sin column; check `d_model % 2` first."
     )
@@ -162,7 +148,7 @@ def expect_odd_raises(fn, max_len: int, d_model: int) -> None:
 def check_sinusoidal_odd(fn) -> None:
     """An odd d_model is a ValueError."""
     expect_odd_raises(fn, 6, 7)
-    passed(f"{TABLE} raises ValueError for an odd d_model")
+    core.passed(f"{TABLE} raises ValueError for an odd d_model")
 
 
 # ---------------------------------------------------------------- the module
@@ -195,7 +181,7 @@ def _add_in_place(self, x):
     return x
 
 
-FORWARD_MISTAKES = catalogue(
+FORWARD_MISTAKES = core.catalogue(
     MODULE,
     {
         "pe multiplied, not added": lambda self, x: x * self.pe[: x.size(1)],
@@ -207,14 +193,14 @@ FORWARD_MISTAKES = catalogue(
         "x changed in place": _add_in_place,
     },
 )
-LENGTH_MISTAKES = catalogue(
+LENGTH_MISTAKES = core.catalogue(
     MODULE,
     {
         "no check that T <= max_len": lambda self, x: self.dropout(x + self.pe[: x.size(1)]),
         "T == max_len rejected": _length_check_ge,
     },
 )
-DROPOUT_MISTAKES = catalogue(
+DROPOUT_MISTAKES = core.catalogue(
     MODULE,
     {
         "no dropout": lambda self, x: _checked(self, x) + self.pe[: x.size(1)],
@@ -236,10 +222,10 @@ def _error_key(error: BaseException) -> tuple[str, str]:
     return type(error).__name__, text
 
 
-def _outcomes(module, x, mistakes) -> list[tuple[Mistake, object]]:
+def _outcomes(module, x, mistakes) -> list[tuple[core.Mistake, object]]:
     """Each mistake with its output on its own copy of x (one of them changes x in place), or
     the exception it raises."""
-    return [outcome for mistake in mistakes for outcome in mistake_outputs([mistake], module, x.clone())]
+    return [outcome for mistake in mistakes for outcome in core.mistake_outputs([mistake], module, x.clone())]
 
 
 def _forward(module, x: torch.Tensor, mistakes=FORWARD_MISTAKES) -> torch.Tensor:
@@ -247,8 +233,8 @@ def _forward(module, x: torch.Tensor, mistakes=FORWARD_MISTAKES) -> torch.Tensor
     an x changed in place."""
     before = x.clone()
     try:
-        out = call(MODULE, module, x)
-    except CheckFailure as failure:
+        out = core.call(MODULE, module, x)
+    except core.CheckFailure as failure:
         error = failure.__cause__
         if error is None or isinstance(error, NotImplementedError):
             raise
@@ -259,50 +245,50 @@ def _forward(module, x: torch.Tensor, mistakes=FORWARD_MISTAKES) -> torch.Tensor
                 and _BROADCAST.search(str(outcome))
                 and (_error_key(outcome) == _error_key(error))
             ):
-                raise CheckFailure(
+                raise core.CheckFailure(
                     f"{MODULE}: your code fails like a known mistake, {mistake.name}. {mistake.hint}"
                 ) from error
         if _BROADCAST.search(str(error)):
-            raise CheckFailure(
+            raise core.CheckFailure(
                 f"{failure} Adding the table did not broadcast: x is {X_LETTERS} = {list(x.shape)} and "
                 f"pe is {PE_LETTERS} = {list(module.pe.shape)}; add its first T rows, self.pe[:T]."
             ) from error
         raise
     if not torch.equal(before, x):
-        in_place = named(FORWARD_MISTAKES, "x changed in place")
-        raise CheckFailure(f"{MODULE} changed its input `x` in place. {in_place.hint}")
-    return expect_tensor(MODULE, "the output", out).detach()
+        in_place = core.named(FORWARD_MISTAKES, "x changed in place")
+        raise core.CheckFailure(f"{MODULE} changed its input `x` in place. {in_place.hint}")
+    return core.expect_tensor(MODULE, "the output", out).detach()
 
 
 def compare_module(module, x: torch.Tensor, expected: torch.Tensor) -> None:
     """The learner's forward against ``expected``, naming a known mistake when it matches one."""
     out = _forward(module, x)
     wrong = [(m, o) for m, o in _outcomes(module, x, FORWARD_MISTAKES) if isinstance(o, torch.Tensor)]
-    expect_close(MODULE, "the output", out, expected, X_LETTERS, wrong)
+    core.expect_close(MODULE, "the output", out, expected, X_LETTERS, wrong)
 
 
 def table_of(module) -> torch.Tensor:
     """The module's buffer `pe`: a registered, persistent buffer, not a parameter."""
     parameters = dict(module.named_parameters())
     if "pe" in parameters:
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{MODULE}: pe is an nn.Parameter, so an optimizer would train it; the table is fixed. "
             "Register it as a buffer: self.register_buffer('pe', sinusoidal_encoding(max_len, d_model))."
         )
     if "pe" not in dict(module.named_buffers()):
         found = type(getattr(module, "pe", None)).__name__ if hasattr(module, "pe") else "no attribute pe"
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{MODULE}: expected a buffer named pe, found {found}. A plain tensor attribute does not "
             "move with .to(device) and is not saved with the model: "
             "self.register_buffer('pe', sinusoidal_encoding(max_len, d_model))."
         )
     if "pe" not in module.state_dict():
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{MODULE}: the buffer pe is not in the state_dict (persistent=False); register it with "
             "self.register_buffer('pe', ...), which keeps it persistent."
         )
     if parameters:
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{MODULE}: expected no trainable parameters, found {sorted(parameters)}; the table is a buffer."
         )
     return module.pe
@@ -310,31 +296,31 @@ def table_of(module) -> torch.Tensor:
 
 def _module_with_table(cls, d_model: int, max_len: int, dropout: float = 0.0):
     """The learner's module (float64, DEVICE, eval) with the formula's table loaded into pe."""
-    module = build(MODULE, cls, d_model, max_len=max_len, dropout=dropout)
+    module = core.build(MODULE, cls, d_model, max_len=max_len, dropout=dropout)
     table_of(module)
-    load_weights(MODULE, module, {"pe": formula(max_len, d_model)})
+    core.load_weights(MODULE, module, {"pe": formula(max_len, d_model)})
     return module
 
 
 def check_positional_encoding_buffer(cls) -> None:
     """pe is a buffer [max_len, D] holding the sinusoidal table, and moves with .to()."""
-    module = call(MODULE, cls, D, max_len=M)
+    module = core.call(MODULE, cls, D, max_len=M)
     table = table_of(module)
-    expect_tensor(MODULE, "pe", table)
-    expect_shape(MODULE, "the buffer pe", table, PE_LETTERS, (M, D))
+    core.expect_tensor(MODULE, "pe", table)
+    core.expect_shape(MODULE, "the buffer pe", table, PE_LETTERS, (M, D))
     expected = formula(M, D)
-    wrong = mistake_outputs(TABLE_MISTAKES, M, D)
+    wrong = core.mistake_outputs(TABLE_MISTAKES, M, D)
     try:
         _table_values("the buffer pe", MODULE, table.to(DEVICE), expected, wrong)
-    except CheckFailure as failure:
+    except core.CheckFailure as failure:
         detail = str(failure).removeprefix(f"{MODULE}: ").replace("your output", "the table")
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{MODULE}: the buffer pe should hold sinusoidal_encoding(max_len, d_model); check {TABLE} "
             f"first. {detail[:1].upper()}{detail[1:]}"
         ) from None
     moved = module.to(device=DEVICE, dtype=DTYPE)
-    expect_device(MODULE, "the buffer pe after .to(device)", moved.pe, DEVICE)
-    passed(f"{MODULE} keeps the sinusoidal table in a buffer pe {PE_LETTERS}, not a parameter")
+    core.expect_device(MODULE, "the buffer pe after .to(device)", moved.pe, DEVICE)
+    core.passed(f"{MODULE} keeps the sinusoidal table in a buffer pe {PE_LETTERS}, not a parameter")
 
 
 def check_positional_encoding_values(cls) -> None:
@@ -342,45 +328,47 @@ def check_positional_encoding_values(cls) -> None:
     module = _module_with_table(cls, D, M)
     x = random_tensor(B, T, D, seed=3)
     compare_module(module, x, x + formula(M, D)[:T])
-    passed(f"{MODULE} returns x + pe[:T] of shape {X_LETTERS} = [{B}, {T}, {D}] (max_len = {M})")
+    core.passed(f"{MODULE} returns x + pe[:T] of shape {X_LETTERS} = [{B}, {T}, {D}] (max_len = {M})")
 
 
 def expect_length_handling(module, d_model: int, max_len: int, batch: int, seed: int) -> None:
     """T == max_len works; T == max_len + 1 raises ValueError."""
     x = random_tensor(batch, max_len, d_model, seed=seed)
     try:
-        out = call(MODULE, module, x)
-    except CheckFailure as failure:
+        out = core.call(MODULE, module, x)
+    except core.CheckFailure as failure:
         if isinstance(failure.__cause__, ValueError):
-            hint = named(LENGTH_MISTAKES, "T == max_len rejected").hint
-            raise CheckFailure(
+            hint = core.named(LENGTH_MISTAKES, "T == max_len rejected").hint
+            raise core.CheckFailure(
                 f"{MODULE} raised ValueError for T = max_len = {max_len}. {hint}"
             ) from failure.__cause__
         raise
-    out = expect_tensor(MODULE, "the output", out).detach()
-    expect_close(MODULE, "the output for T = max_len", out, x + module.pe, X_LETTERS)
+    out = core.expect_tensor(MODULE, "the output", out).detach()
+    core.expect_close(MODULE, "the output for T = max_len", out, x + module.pe, X_LETTERS)
     longer = random_tensor(batch, max_len + 1, d_model, seed=seed + 1)
-    hint = named(LENGTH_MISTAKES, "no check that T <= max_len").hint
+    hint = core.named(LENGTH_MISTAKES, "no check that T <= max_len").hint
     try:
-        out = call(MODULE, module, longer)
-    except CheckFailure as failure:
+        out = core.call(MODULE, module, longer)
+    except core.CheckFailure as failure:
         error = failure.__cause__
         if isinstance(error, ValueError):
             return
         if error is None or isinstance(error, NotImplementedError):
             raise
-        raise CheckFailure(
+        raise core.CheckFailure(
             f"{MODULE} raised {type(error).__name__} for T = {max_len + 1} > max_len = {max_len}: "
             f"{error}. {hint}"
         ) from error
-    raise CheckFailure(f"{MODULE} returned an output for T = {max_len + 1} > max_len = {max_len}. {hint}")
+    raise core.CheckFailure(
+        f"{MODULE} returned an output for T = {max_len + 1} > max_len = {max_len}. {hint}"
+    )
 
 
 def check_positional_encoding_too_long(cls) -> None:
     """T == max_len fits; T > max_len is a ValueError."""
     module = _module_with_table(cls, D, M)
     expect_length_handling(module, D, M, B, seed=4)
-    passed(f"{MODULE} accepts T = max_len and raises ValueError for T > max_len")
+    core.passed(f"{MODULE} accepts T = max_len and raises ValueError for T > max_len")
 
 
 def expect_dropout(module, x: torch.Tensor, p: float, seed: int) -> None:
@@ -391,9 +379,9 @@ def expect_dropout(module, x: torch.Tensor, p: float, seed: int) -> None:
     out = _forward(module, x, [])
     if not torch.allclose(out, target):
         if _dropped_pattern(out, target):
-            hint = named(DROPOUT_MISTAKES, "dropout also in eval mode").hint
-            raise CheckFailure(f"{MODULE}: in eval mode some outputs are zeroed. {hint}")
-        expect_close(MODULE, f"the output in eval mode with dropout={p}", out, target, X_LETTERS)
+            hint = core.named(DROPOUT_MISTAKES, "dropout also in eval mode").hint
+            raise core.CheckFailure(f"{MODULE}: in eval mode some outputs are zeroed. {hint}")
+        core.expect_close(MODULE, f"the output in eval mode with dropout={p}", out, target, X_LETTERS)
     module.train()
     try:
         with torch.random.fork_rng(devices=[x.device] if x.device.type == "cuda" else []):
@@ -404,14 +392,15 @@ def expect_dropout(module, x: torch.Tensor, p: float, seed: int) -> None:
     if _dropped_pattern(out, target, p):
         return
     if torch.allclose(out, target):
-        raise CheckFailure(
-            f"{MODULE}: in training mode nothing is dropped out. {named(DROPOUT_MISTAKES, 'no dropout').hint}"
+        raise core.CheckFailure(
+            f"{MODULE}: in training mode nothing is dropped out. "
+            + core.named(DROPOUT_MISTAKES, "no dropout").hint
         )
     pe = module.pe[: x.size(1)]
     if _dropped_pattern(out - pe, x, p):
-        hint = named(DROPOUT_MISTAKES, "dropout before the addition").hint
-        raise CheckFailure(f"{MODULE}: in training mode the output is wrong. {hint}")
-    raise CheckFailure(
+        hint = core.named(DROPOUT_MISTAKES, "dropout before the addition").hint
+        raise core.CheckFailure(f"{MODULE}: in training mode the output is wrong. {hint}")
+    raise core.CheckFailure(
         f"{MODULE}: in training mode with dropout={p}, every output entry must be 0 (dropped) or "
         f"(x + pe[:T]) / (1 - p) (kept and rescaled); yours are not. Apply nn.Dropout(dropout) "
         "to the sum x + self.pe[:T]."
@@ -437,7 +426,7 @@ def check_positional_encoding_dropout(cls) -> None:
     """dropout=0.5: nothing dropped in eval mode; in train mode, dropout on x + pe[:T]."""
     module = _module_with_table(cls, D, M, dropout=0.5)
     expect_dropout(module, random_tensor(B, T, D, seed=5), 0.5, seed=6)
-    passed(f"{MODULE} applies dropout to x + pe[:T] in training mode only")
+    core.passed(f"{MODULE} applies dropout to x + pe[:T] in training mode only")
 
 
 CATALOGUE = {TABLE: TABLE_MISTAKES, MODULE: MODULE_MISTAKES}

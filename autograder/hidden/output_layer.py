@@ -2,6 +2,7 @@
 
 import torch
 
+from autograder.checks import core
 from autograder.checks import output_layer as checks
 from autograder.checks.core import load_weights
 from autograder.checks.device import DEVICE, DTYPE
@@ -67,9 +68,9 @@ def hidden_transformer(fresh: Fresh, cls, trials: int = 2) -> None:
         checks.compare_transformer(module, src, tgt, src_mask, tgt_mask, expected)
         with torch.no_grad():
             mine = checks.call_model("encode's output", module.encode, src, src_mask)
-            checks.expect_close(checks.TRANSFORMER, "encode's output", mine, memory, checks.MEMORY)
+            core.expect_close(checks.TRANSFORMER, "encode's output", mine, memory, checks.MEMORY)
             mine = checks.call_model("decode's output", module.decode, memory, src_mask, tgt, tgt_mask)
-            checks.expect_close(checks.TRANSFORMER, "decode's output", mine, expected, checks.STATES)
+            core.expect_close(checks.TRANSFORMER, "decode's output", mine, expected, checks.STATES)
 
 
 @replayable

@@ -2,6 +2,7 @@
 
 import torch
 
+from autograder.checks import core
 from autograder.checks import positional_encoding as checks
 from autograder.checks.core import build, load_weights
 from autograder.checks.device import DEVICE, DTYPE
@@ -30,8 +31,8 @@ def _modules(cls, max_len: int, d_model: int, dropout: float = 0.0):
     module = build(checks.MODULE, cls, d_model, max_len=max_len, dropout=dropout)
     reference = Reference(d_model, max_len=max_len, dropout=dropout).to(device=DEVICE, dtype=DTYPE).eval()
     table = checks.table_of(module)
-    checks.expect_shape(checks.MODULE, "the buffer pe", table, checks.PE_LETTERS, (max_len, d_model))
-    checks.expect_close(
+    core.expect_shape(checks.MODULE, "the buffer pe", table, checks.PE_LETTERS, (max_len, d_model))
+    core.expect_close(
         checks.MODULE, "the buffer pe", table.detach().float(), reference.pe.float(), checks.PE_LETTERS
     )
     load_weights(checks.MODULE, module, reference.state_dict())
