@@ -2,7 +2,7 @@
 
 import torch
 
-from autograder.checks import core
+from autograder.checks import core, greedy
 from autograder.checks import output_layer as checks
 from autograder.checks.core import load_weights
 from autograder.checks.device import DEVICE, DTYPE
@@ -78,11 +78,11 @@ def hidden_greedy_decode(fresh: Fresh, fn, with_end: bool) -> None:
     """A fresh stand-in model and source, a small reference Transformer with fresh weights, and a
     fixed stand-in on which every known mistake shows; each against the reference greedy_decode."""
     cases = []
-    model, src, src_mask = checks.greedy_case(
+    model, src, src_mask = greedy.greedy_case(
         int(fresh.size(0, 10**6)), batch=fresh.size(2, 4), t_src=fresh.size(3, 8), generator=fresh.generator
     )
-    max_len = fresh.size(4, checks.GREEDY_VOCAB - 1)
-    free = checks.step_by_step(model, src, src_mask, max_len, checks.START)
+    max_len = fresh.size(4, greedy.GREEDY_VOCAB - 1)
+    free = greedy.step_by_step(model, src, src_mask, max_len, greedy.START)
     cases.append((model, src, src_mask, max_len, int(free[0, 2]) if with_end else None))
 
     args = checks.transformer_args(src_vocab=9, tgt_vocab=10, d_model=8, n_heads=2, d_ff=16, n_layers=1)
@@ -90,14 +90,14 @@ def hidden_greedy_decode(fresh: Fresh, fn, with_end: bool) -> None:
     src = fresh.tokens(3, fresh.size(3, 7), vocab_size=9, low=1)
     src[-1, -1] = 0
     max_len = fresh.size(4, 9)
-    free = reference_greedy_decode(transformer, src, (src != 0)[:, None, None, :], max_len, checks.START)
+    free = reference_greedy_decode(transformer, src, (src != 0)[:, None, None, :], max_len, greedy.START)
     cases.append(
         (transformer, src, (src != 0)[:, None, None, :], max_len, int(free[1, 2]) if with_end else None)
     )
 
-    model, src, src_mask = checks.greedy_case(checks.HIDDEN_SEED)
-    cases.append((model, src, src_mask, checks.GREEDY_MAX_LEN, checks.HIDDEN_END if with_end else None))
+    model, src, src_mask = greedy.greedy_case(greedy.HIDDEN_SEED)
+    cases.append((model, src, src_mask, greedy.GREEDY_MAX_LEN, greedy.HIDDEN_END if with_end else None))
 
     for model, src, src_mask, max_len, end in cases:
-        expected = reference_greedy_decode(model, src, src_mask, max_len, checks.START, end)
-        checks.compare_greedy(fn, model, src, src_mask, max_len, checks.START, end, expected=expected)
+        expected = reference_greedy_decode(model, src, src_mask, max_len, greedy.START, end)
+        greedy.compare_greedy(fn, model, src, src_mask, max_len, greedy.START, end, expected=expected)
