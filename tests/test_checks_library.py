@@ -66,3 +66,36 @@ def test_an_unnamed_wrong_output_says_where_and_how_it_is_wrong():
     assert "everywhere but at T = 0, where they are right" in _failure(first_position_right, expected)
     noise = expected + torch.randn(2, 5, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     assert "but wrong values. The largest difference" in _failure(noise, expected)  # no pattern: none claimed
+
+
+def test_crashes_a_learner_can_fix_get_their_own_message():
+    import pytest
+    import torch
+
+    from autograder.checks import CheckFailure, multi_head
+    from solutions import MultiHeadAttention
+
+    def merge_heads(x):  # .view on the transposed tensor: not contiguous
+        return x.transpose(1, 2).view(x.size(0), x.size(2), -1)
+
+    with pytest.raises(CheckFailure, match=r"not contiguous .* Call \.contiguous\(\) before"):
+        multi_head.check_merge_heads(merge_heads)
+
+    def split_heads(x, n_heads):
+        raise NotImplementedError()
+
+    class CallsAStub(MultiHeadAttention):
+        def forward(self, query, key, value, mask=None):
+            return split_heads(self.w_q(query), self.n_heads)
+
+    with pytest.raises(
+        CheckFailure, match="calls split_heads, which is not implemented yet: write split_heads"
+    ):
+        multi_head.check_mha_cross_attention(CallsAStub)
+
+    def merge_in_place(x):
+        x.mul_(1.0).add_(1.0)
+        return torch.cat(x.unbind(1), dim=-1)
+
+    with pytest.raises(CheckFailure, match=r"merge_heads changed its input `x` in place"):
+        multi_head.check_merge_heads(merge_in_place)

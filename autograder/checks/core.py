@@ -21,6 +21,9 @@ from typing import Any
 import torch
 
 from autograder.checks.device import DEVICE, DTYPE, exact_matmul, tolerance
+from autograder.lessons import EXERCISES
+
+EXERCISE_NAMES = {name for lesson in EXERCISES.values() for name in lesson}
 
 
 class CheckFailure(AssertionError):
@@ -117,20 +120,52 @@ def passed(message: str) -> None:
     print(f"✓ {message}")
 
 
+NOT_CONTIGUOUS = (
+    "{exercise}: .view() failed because the tensor after .transpose(1, 2) is not contiguous in "
+    "memory (transpose only swaps the strides, it moves no data). Call .contiguous() before "
+    ".view(...), or use .reshape(...), which copies when it has to."
+)
+
+
 def call(exercise: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call the learner's code; an unimplemented stub or a crash becomes a message."""
     try:
         with exact_matmul():
             return fn(*args, **kwargs)
     except NotImplementedError as error:
+        helper = _raised_in(error)
+        if helper != exercise and helper in EXERCISE_NAMES:  # another exercise's stub, called here
+            raise CheckFailure(
+                f"{exercise} calls {helper}, which is not implemented yet: write {helper} "
+                "(the exercise above) and run its cell, then run this check again."
+            ) from error
         raise CheckFailure(
             f"{exercise} is not implemented yet: replace `raise NotImplementedError()` "
             "in its cell with your code, run that cell, then run this check again."
         ) from error
     except CheckFailure:
         raise
+    except RuntimeError as error:
+        if "view size is not compatible" in str(error):
+            raise CheckFailure(NOT_CONTIGUOUS.format(exercise=exercise)) from error
+        raise CheckFailure(f"{exercise} raised RuntimeError: {error} (where: see below)") from error
     except Exception as error:
         raise CheckFailure(f"{exercise} raised {type(error).__name__}: {error} (where: see below)") from error
+
+
+def _raised_in(error: BaseException) -> str | None:
+    """The name of the function in which ``error`` was raised (its innermost frame)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return frames[-1].name if frames else None
+
+
+def output(exercise: str, fn: Callable[..., Any], inputs: Mapping[str, Any], what: str = "the output") -> Any:
+    """``fn(*inputs.values())``, which must return a tensor and change none of its inputs in place
+    (``inputs`` names them for the messages); the result, detached."""
+    tensors = {name: value for name, value in inputs.items() if isinstance(value, torch.Tensor)}
+    with unchanged(exercise, **tensors), torch.no_grad():
+        result = call(exercise, fn, *inputs.values())
+    return expect_tensor(exercise, what, result).detach()
 
 
 def expect_parameter(exercise: str, fn: Callable[..., Any], name: str, signature: str) -> None:

@@ -60,15 +60,9 @@ def _module(cls, vocab_size: int, d_model: int):
     return module
 
 
-def _run(module, tokens: torch.Tensor) -> torch.Tensor:
-    with core.unchanged(EXERCISE, tokens=tokens):
-        out = core.expect_tensor(EXERCISE, "the output", core.call(EXERCISE, module, tokens))
-    return out.detach()
-
-
 def compare(module, tokens: torch.Tensor, expected: torch.Tensor) -> None:
     """The learner's output against ``expected``, naming a known mistake when it matches one."""
-    out = _run(module, tokens)
+    out = core.output(EXERCISE, module, {"tokens": tokens})
     wrong = core.mistake_outputs(MISTAKES, module, tokens)
     core.expect_close(EXERCISE, "the output", out, expected, OUT, wrong)
 
@@ -77,7 +71,7 @@ def check_embedding_shapes(cls) -> None:
     """lut is nn.Embedding(V, D); the output is [B, T, D], float like the weights, on their device."""
     module = _module(cls, V, D)
     tokens = tokens_for(B, T, V, torch.Generator().manual_seed(0))
-    out = _run(module, tokens)
+    out = core.output(EXERCISE, module, {"tokens": tokens})
     core.expect_shape(EXERCISE, "the output", out, OUT, (B, T, D))
     if out.dtype != DTYPE:
         raise core.CheckFailure(

@@ -187,9 +187,8 @@ def greedy_case(seed: int, batch=GREEDY_B, t_src=GREEDY_T_SRC, src_vocab=GREEDY_
 
 
 def run_greedy(fn, model, src, src_mask, max_len, start_symbol, end_symbol=None) -> torch.Tensor:
-    with core.unchanged(GREEDY, src=src, src_mask=src_mask):
-        out = core.call(GREEDY, fn, model, src, src_mask, max_len, start_symbol, end_symbol)
-    return core.expect_tensor(GREEDY, "the output", out)
+    inputs = {"model": model, "src": src, "src_mask": src_mask, "max_len": max_len}
+    return core.output(GREEDY, fn, inputs | {"start_symbol": start_symbol, "end_symbol": end_symbol})
 
 
 def _greedy_message(mistakes, actual):

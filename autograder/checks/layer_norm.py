@@ -96,14 +96,6 @@ def shifted_input(shape, generator: torch.Generator) -> torch.Tensor:
     return (mean + std * torch.randn(shape, generator=generator, dtype=DTYPE)).to(DEVICE)
 
 
-def _run(module, x):
-    """The learner's forward on x, which must be a tensor shaped like x and leave x unchanged."""
-    with core.unchanged(EXERCISE, x=x), torch.no_grad():
-        out = core.call(EXERCISE, module, x)
-    core.expect_tensor(EXERCISE, "the output", out)
-    return out
-
-
 def _stand_in(module, eps: float) -> SimpleNamespace:
     """What the mistakes need from a module: its gamma and beta, and the eps it was built with."""
     return SimpleNamespace(gamma=module.gamma, beta=module.beta, eps=eps)
@@ -111,9 +103,8 @@ def _stand_in(module, eps: float) -> SimpleNamespace:
 
 def compare(module, x, expected, eps: float, what: str = "the output") -> None:
     """The learner's module on x against ``expected``, naming the mistake the output matches."""
-    out = _run(module, x)
-    with torch.no_grad():
-        wrong = core.mistake_outputs(MISTAKES, _stand_in(module, eps), x)
+    out = core.output(EXERCISE, module, {"x": x})
+    wrong = core.mistake_outputs(MISTAKES, _stand_in(module, eps), x)
     core.expect_close(EXERCISE, what, out, expected, X, wrong)
 
 
@@ -148,7 +139,7 @@ def check_layer_norm_parameters(cls) -> None:
             )
     core.load_weights(EXERCISE, module, layer_norm_state(torch_layer_norm(D, 1e-5, seed=None)))
     x = random_tensor(B, T, D, seed=0)
-    out = _run(module, x)
+    out = core.output(EXERCISE, module, {"x": x})
     core.expect_shape(EXERCISE, "the output", out, X, (B, T, D))
     core.expect_dtype(EXERCISE, "the output", out, x.dtype)
     core.expect_device(EXERCISE, "the output", out, x.device)
@@ -175,7 +166,7 @@ def check_layer_norm_statistics(cls) -> None:
     scale = torch.tensor([0.5, 2.0, 10.0, 50.0], dtype=DTYPE, device=DEVICE)[:, None]  # one per position
     x = random_tensor(*shape, seed=20) * scale + 100 * random_tensor(3, 4, 1, seed=21)
     module = build_with(cls, shape[-1], None)
-    out = _run(module, x)
+    out = core.output(EXERCISE, module, {"x": x})
     core.expect_shape(EXERCISE, "the output", out, X, shape)
     mean = out.mean(dim=-1)
     var = out.var(dim=-1, unbiased=False)

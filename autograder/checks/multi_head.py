@@ -31,39 +31,6 @@ MHA_OUT, MHA_ATTN = "[B, T_q, D]", "[B, h, T_q, T_k]"
 LINEARS = ("w_q", "w_k", "w_v", "w_o")
 SPLIT_HEADS, MERGE_HEADS, MHA = "split_heads", "merge_heads", "MultiHeadAttention"
 
-NOT_CONTIGUOUS = (
-    "{exercise}: .view() failed because the tensor after .transpose(1, 2) is not contiguous in "
-    "memory (transpose only swaps the strides, it moves no data). Call .contiguous() before "
-    ".view(...), or use .reshape(...), which copies when it has to."
-)
-
-
-def _call(exercise: str, fn, *args):
-    """core.call, with a clear message for .view() on a transposed (non-contiguous) tensor."""
-    try:
-        return core.call(exercise, fn, *args)
-    except core.CheckFailure as failure:
-        cause = failure.__cause__
-        if isinstance(cause, RuntimeError) and "view size is not compatible" in str(cause):
-            raise core.CheckFailure(NOT_CONTIGUOUS.format(exercise=exercise)) from cause
-        helper = _raising_function(cause) if isinstance(cause, NotImplementedError) else None
-        if helper in (SPLIT_HEADS, MERGE_HEADS) and helper != exercise:
-            raise core.CheckFailure(
-                f"{exercise} calls {helper}, which is not implemented yet: write {helper} "
-                "(the exercise above) and run its cell, then run this check again."
-            ) from cause
-        raise
-
-
-def _raising_function(error: BaseException) -> str | None:
-    """The name of the function in which ``error`` was raised (the innermost frame)."""
-    traceback = error.__traceback__
-    if traceback is None:
-        return None
-    while traceback.tb_next is not None:
-        traceback = traceback.tb_next
-    return traceback.tb_frame.f_code.co_name
-
 
 def keeps_global_rng(check: Callable) -> Callable:
     """Run ``check`` without moving torch's global random state: building modules draws from it,
@@ -107,8 +74,7 @@ SPLIT_MISTAKES = core.catalogue(
 
 def compare_split(fn, x: torch.Tensor, n_heads: int, expected: torch.Tensor | None = None) -> None:
     """Compare split_heads(x, n_heads) with ``expected`` (default: the block formula)."""
-    with core.unchanged(SPLIT_HEADS, x=x):
-        out = _call(SPLIT_HEADS, fn, x, n_heads)
+    out = core.output(SPLIT_HEADS, fn, {"x": x, "n_heads": n_heads})
     expected = _split_blocks(x, n_heads) if expected is None else expected
     wrong = core.mistake_outputs(SPLIT_MISTAKES, x, n_heads)
     core.expect_close(SPLIT_HEADS, "the output", out, expected, SPLIT, wrong)
@@ -126,13 +92,13 @@ def check_split_heads(fn) -> None:
 def check_split_heads_blocks(fn) -> None:
     """Changing feature j of one position changes only head j // d_k at that position."""
     x = random_tensor(B, T, D, seed=110)
-    before = _call(SPLIT_HEADS, fn, x, H)
+    before = core.call(SPLIT_HEADS, fn, x, H)
     core.expect_tensor(SPLIT_HEADS, "the output", before)
     core.expect_shape(SPLIT_HEADS, "the output", before, SPLIT, (B, H, T, D_K))
     for feature in (0, D_K + 1, D - 1):
         moved = x.clone()
         moved[1, 3, feature] += 10.0
-        changed = (_call(SPLIT_HEADS, fn, moved, H) != before).nonzero().tolist()
+        changed = (core.call(SPLIT_HEADS, fn, moved, H) != before).nonzero().tolist()
         head, position = feature // D_K, 3
         if changed != [[1, head, position, feature % D_K]]:
             raise core.CheckFailure(
@@ -165,8 +131,7 @@ MERGE_MISTAKES = core.catalogue(
 
 def compare_merge(fn, x: torch.Tensor, expected: torch.Tensor | None = None) -> None:
     """Compare merge_heads(x) with ``expected`` (default: the concatenation formula)."""
-    with core.unchanged(MERGE_HEADS, x=x):
-        out = _call(MERGE_HEADS, fn, x)
+    out = core.output(MERGE_HEADS, fn, {"x": x})
     expected = _merge_blocks(x) if expected is None else expected
     wrong = core.mistake_outputs(MERGE_MISTAKES, x)
     core.expect_close(MERGE_HEADS, "the output", out, expected, MERGED, wrong)
@@ -184,10 +149,10 @@ def check_merge_heads(fn) -> None:
 def check_merge_heads_round_trip(fn) -> None:
     """merge_heads undoes the split: merge_heads(split(x)) == x, and the split of a merge too."""
     x = random_tensor(B, T, D, seed=210)
-    back = _call(MERGE_HEADS, fn, _split_blocks(x, H))
+    back = core.call(MERGE_HEADS, fn, _split_blocks(x, H))
     core.expect_close(MERGE_HEADS, "merge_heads(split_heads(x))", back, x, MERGED, [])
     heads = random_tensor(B, H, T, D_K, seed=211)
-    again = _split_blocks(_call(MERGE_HEADS, fn, heads), H)
+    again = _split_blocks(core.call(MERGE_HEADS, fn, heads), H)
     core.expect_close(MERGE_HEADS, "split_heads(merge_heads(x))", again, heads, SPLIT, [])
     core.passed(f"{MERGE_HEADS} is the inverse of split_heads, in both directions")
 
@@ -314,9 +279,7 @@ def _stand_in(module, n_heads: int):
 
 
 def _forward(module, query, key, value, mask=None):
-    inputs = {"query": query, "key": key, "value": value} | ({} if mask is None else {"mask": mask})
-    with core.unchanged(MHA, **inputs), torch.no_grad():
-        return _call(MHA, module, query, key, value, mask)
+    return core.output(MHA, module, {"query": query, "key": key, "value": value, "mask": mask})
 
 
 def compare_mha(module, n_heads, query, key, value, mask, expected_out, expected_attn=None) -> None:

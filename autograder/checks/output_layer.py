@@ -67,15 +67,9 @@ def generator_module(cls, d_model: int, vocab_size: int):
     return module
 
 
-def _run_generator(module, x):
-    with core.unchanged(GENERATOR, x=x):
-        out = core.expect_tensor(GENERATOR, "the output", core.call(GENERATOR, module, x))
-    return out.detach()
-
-
 def compare_generator(module, x, expected) -> None:
     """The learner's log-probabilities against ``expected``, naming a known mistake."""
-    out = _run_generator(module, x)
+    out = core.output(GENERATOR, module, {"x": x})
     wrong = core.mistake_outputs(GENERATOR_MISTAKES, module, x)
     core.expect_close(GENERATOR, "the log-probabilities", out, expected, LOG_PROBS, wrong)
     sums = out.exp().sum(-1)
@@ -105,7 +99,7 @@ def check_generator_shapes(cls) -> None:
     """proj is nn.Linear(D, V); x [B, T, D] -> [B, T, V] in the input's dtype and device."""
     module = _generator_with(cls, _linear_oracle(G_D, G_V, seed=0))
     x = random_tensor(G_B, G_T, G_D, seed=1)
-    out = _run_generator(module, x)
+    out = core.output(GENERATOR, module, {"x": x})
     core.expect_shape(GENERATOR, "the output", out, LOG_PROBS, (G_B, G_T, G_V))
     core.expect_dtype(GENERATOR, "the output", out, x.dtype)
     core.expect_device(GENERATOR, "the output", out, x.device)
@@ -238,8 +232,8 @@ def call_model(what: str, fn, *args) -> torch.Tensor:
 
 
 def transformer_forward(module, src, tgt, src_mask, tgt_mask) -> torch.Tensor:
-    with core.unchanged(TRANSFORMER, src=src, tgt=tgt, src_mask=src_mask, tgt_mask=tgt_mask), torch.no_grad():
-        return call_model("forward's output", module, src, tgt, src_mask, tgt_mask)
+    inputs = {"src": src, "tgt": tgt, "src_mask": src_mask, "tgt_mask": tgt_mask}
+    return core.output(TRANSFORMER, module, inputs, "forward's output")
 
 
 def compare_transformer(module, src, tgt, src_mask, tgt_mask, expected, what="forward's output") -> None:
