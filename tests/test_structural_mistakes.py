@@ -65,7 +65,7 @@ CASES = [
     ),
     ("LayerNorm", "gamma renamed", _rename("gamma", "weight"), "no parameter named `gamma`"),
     ("LayerNorm", "gamma starts at zeros", _zero_gamma, "`gamma` must start as all ones"),
-    ("PositionwiseFeedForward", "linear1 renamed", _rename("linear1", "fc1"), "no attribute `linear1`"),
+    ("PositionwiseFeedForward", "linear1 renamed", _rename("linear1", "fc1"), "got no attribute linear1"),
     (
         "PositionwiseFeedForward",
         "linear1 not an nn.Linear",

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from autograder.checks import core
-from autograder.checks.device import DEVICE, random_tensor
+from autograder.checks.device import random_mask, random_tensor
 
 EXERCISE = "scaled_dot_product_attention"
 B, H, T_Q, T_K, D_K, D_V = 2, 3, 5, 7, 4, 6
@@ -76,15 +76,6 @@ def _inputs(seed: int):
     k = random_tensor(B, H, T_K, D_K, seed=seed + 1)
     v = random_tensor(B, H, T_K, D_V, seed=seed + 2)
     return q, k, v
-
-
-def _mask(seed: int) -> torch.Tensor:
-    """Bool[B, 1, T_q, T_k]: neither symmetric nor all True; every row keeps and drops some keys."""
-    generator = torch.Generator().manual_seed(seed)
-    mask = torch.rand(B, 1, T_Q, T_K, generator=generator) < 0.6
-    mask[..., 0] = True  # every query sees at least one key
-    mask[..., -1] = False  # and misses at least one
-    return mask.to(DEVICE)
 
 
 def _expected(q, k, v, mask=None):
@@ -155,7 +146,7 @@ def check_attention_values(fn) -> None:
 def check_attention_mask(fn) -> None:
     """With a boolean mask [B, 1, T_q, T_k]: masked keys get zero weight and cannot move the output."""
     q, k, v = _inputs(seed=20)
-    mask = _mask(seed=21)
+    mask = random_mask(B, T_Q, T_K, seed=21)
     compare(fn, q, k, v, mask)
     moved = v.clone()
     moved[..., -1, :] += 100.0  # the last key is masked for every query
@@ -169,7 +160,7 @@ def check_attention_mask(fn) -> None:
 def check_attention_fully_masked(fn) -> None:
     """A query whose keys are all masked gets zero weights and a zero output, never NaN."""
     q, k, v = _inputs(seed=30)
-    mask = _mask(seed=31)
+    mask = random_mask(B, T_Q, T_K, seed=31)
     mask[:, :, 2, :] = False  # query 2 may attend to nothing
     compare(fn, q, k, v, mask)
     core.passed(f"{EXERCISE} gives zeros, not NaN, for a query whose keys are all masked")

@@ -217,6 +217,16 @@ def _matching_mistake(actual: torch.Tensor, mistakes: Sequence[tuple[Mistake, An
     return None
 
 
+def expect_attribute(exercise: str, module: Any, name: str, kind: type, what: str, how: str) -> Any:
+    """``module.<name>``, which must be a ``kind`` (``what`` names it: 'an nn.Linear'); else the
+    message says what was found and ``how`` to make it."""
+    value = getattr(module, name, None)
+    if not isinstance(value, kind):
+        found = f"no attribute {name}" if value is None else type(value).__name__
+        raise CheckFailure(f"{exercise}: expected an attribute `{name}` that is {what}, got {found}; {how}")
+    return value
+
+
 def expect_tensor(exercise: str, what: str, actual: Any) -> torch.Tensor:
     if not isinstance(actual, torch.Tensor):
         raise CheckFailure(f"{exercise}: expected {what} to be a torch.Tensor, got {type(actual).__name__}")

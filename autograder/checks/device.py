@@ -42,3 +42,13 @@ def random_tensor(*shape: int, seed: int, scale: float = 1.0) -> torch.Tensor:
     """Standard normal float64 values on DEVICE, the same on every device for a given seed."""
     generator = torch.Generator().manual_seed(seed)
     return (torch.randn(*shape, generator=generator, dtype=DTYPE) * scale).to(DEVICE)
+
+
+def random_mask(batch: int, t_q: int, t_k: int, seed: int) -> torch.Tensor:
+    """Bool[B, 1, T_q, T_k] on DEVICE, True = may attend: different for every query and batch item,
+    neither symmetric nor all True; every query keeps its first key and loses its last."""
+    generator = torch.Generator().manual_seed(seed)
+    mask = torch.rand(batch, 1, t_q, t_k, generator=generator) < 0.6
+    mask[..., 0] = True
+    mask[..., -1] = False
+    return mask.to(DEVICE)

@@ -45,13 +45,8 @@ def tokens_for(batch: int, length: int, vocab_size: int, generator: torch.Genera
 def _module(cls, vocab_size: int, d_model: int):
     """The learner's module, with a ``lut`` that is an nn.Embedding of the right size."""
     module = core.build(EXERCISE, cls, vocab_size, d_model)
-    lut = getattr(module, "lut", None)
-    if not isinstance(lut, nn.Embedding):
-        raise core.CheckFailure(
-            f"{EXERCISE}: expected an attribute `lut` that is an nn.Embedding, got "
-            f"{type(lut).__name__ if lut is not None else 'no attribute lut'}; "
-            "create it in __init__ with self.lut = nn.Embedding(vocab_size, d_model)."
-        )
+    how = "create it in __init__ with self.lut = nn.Embedding(vocab_size, d_model)."
+    lut = core.expect_attribute(EXERCISE, module, "lut", nn.Embedding, "an nn.Embedding", how)
     if (lut.num_embeddings, lut.embedding_dim) != (vocab_size, d_model):
         raise core.CheckFailure(
             f"{EXERCISE}: expected lut = nn.Embedding(vocab_size, d_model) = nn.Embedding({vocab_size}, "

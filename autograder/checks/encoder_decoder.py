@@ -454,13 +454,8 @@ def check_decoder_layer_masks(cls) -> None:
 
 def check_stack_structure(exercise: str, stack: nn.Module, n_layers: int) -> None:
     """``layers``: an nn.ModuleList of n_layers different layers sharing no parameter; a ``norm``."""
-    layers = getattr(stack, "layers", None)
-    if not isinstance(layers, nn.ModuleList):
-        raise core.CheckFailure(
-            f"{exercise}: expected an attribute `layers` that is an nn.ModuleList, got "
-            f"{'no attribute layers' if layers is None else type(layers).__name__}; a plain list hides "
-            "the layers' parameters from .parameters(), .to() and the state_dict."
-        )
+    how = "a plain list hides the layers' parameters from .parameters(), .to() and the state_dict."
+    layers = core.expect_attribute(exercise, stack, "layers", nn.ModuleList, "an nn.ModuleList", how)
     if len(layers) != n_layers:
         raise core.CheckFailure(
             f"{exercise}: expected n_layers = {n_layers} layers in `layers`, got {len(layers)}"

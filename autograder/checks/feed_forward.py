@@ -112,17 +112,8 @@ def check_feed_forward_shapes(cls) -> None:
     """linear1: D -> d_ff and linear2: d_ff -> D (torch's names and shapes); output [B, T, D]."""
     module = build_with(cls, D, D_FF, None)
     for name, shape in (("linear1", (D_FF, D)), ("linear2", (D, D_FF))):
-        linear = getattr(module, name, None)
-        if linear is None:
-            raise core.CheckFailure(
-                f"{EXERCISE}: your module has no attribute `{name}`; create it in __init__ as "
-                f"self.{name} = nn.Linear(...) (the name lets torch's weights load)."
-            )
-        if not isinstance(linear, nn.Linear):
-            raise core.CheckFailure(
-                f"{EXERCISE}: expected an attribute `{name}` that is an nn.Linear, got "
-                f"{type(linear).__name__}; create it in __init__ as self.{name} = nn.Linear(...)."
-            )
+        how = f"create it in __init__ as self.{name} = nn.Linear(...) (the name lets torch's weights load)."
+        linear = core.expect_attribute(EXERCISE, module, name, nn.Linear, "an nn.Linear", how)
         core.expect_shape(
             EXERCISE,
             f"{name}.weight",

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from autograder.checks import core
-from autograder.checks.device import DEVICE, DTYPE, exact_matmul, random_tensor
+from autograder.checks.device import DEVICE, DTYPE, exact_matmul, random_mask, random_tensor
 from autograder.checks.oracles import mha_state, randomize_
 
 B, H, D_K, T_Q, T_K = 2, 3, 4, 5, 7
@@ -309,15 +309,6 @@ def _inputs(seed: int):
     return query, key, value
 
 
-def _mask(seed: int) -> torch.Tensor:
-    """Bool[B, 1, T_q, T_k]: different for every query and batch item, never a whole row masked."""
-    generator = torch.Generator().manual_seed(seed)
-    mask = torch.rand(B, 1, T_Q, T_K, generator=generator) < 0.6
-    mask[..., 0] = True  # every query sees at least one key
-    mask[..., -1] = False  # and misses at least one
-    return mask.to(DEVICE)
-
-
 def _oracle_pair(seed: int):
     """A float64 learner's module and nn.MultiheadAttention holding the same weights."""
     torch_module = torch_mha(D, H, seed=seed)
@@ -399,7 +390,7 @@ def check_mha_mask(cls) -> None:
     module = core.build(MHA, cls, D, H)
     core.load_weights(MHA, module, state)
     query, key, value = _inputs(seed=410)
-    mask = _mask(seed=411)
+    mask = random_mask(B, T_Q, T_K, seed=411)
     expected, _ = torch_expected(torch_module, query, key, value, mask)
     compare_mha(module, H, query, key, value, mask, expected)
     moved_key, moved_value = key.clone(), value.clone()
@@ -420,7 +411,7 @@ def check_mha_attn(cls) -> None:
     module = core.build(MHA, cls, D, H)
     core.load_weights(MHA, module, state)
     query, key, value = _inputs(seed=510)
-    mask = _mask(seed=511)
+    mask = random_mask(B, T_Q, T_K, seed=511)
     expected, weights = torch_expected(torch_module, query, key, value, mask)
     compare_mha(module, H, query, key, value, mask, expected, weights)
     core.passed(

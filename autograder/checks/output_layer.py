@@ -51,13 +51,8 @@ GENERATOR_MISTAKES = core.catalogue(
 def generator_module(cls, d_model: int, vocab_size: int):
     """The learner's Generator, with ``proj`` an nn.Linear(d_model, vocab_size) with a bias."""
     module = core.build(GENERATOR, cls, d_model, vocab_size)
-    proj = getattr(module, "proj", None)
-    if not isinstance(proj, nn.Linear):
-        raise core.CheckFailure(
-            f"{GENERATOR}: expected an attribute `proj` that is an nn.Linear, got "
-            f"{type(proj).__name__ if proj is not None else 'no attribute proj'}; "
-            "create it in __init__ with self.proj = nn.Linear(d_model, vocab_size)."
-        )
+    how = "create it in __init__ with self.proj = nn.Linear(d_model, vocab_size)."
+    proj = core.expect_attribute(GENERATOR, module, "proj", nn.Linear, "an nn.Linear", how)
     if (proj.in_features, proj.out_features) != (d_model, vocab_size) or proj.bias is None:
         raise core.CheckFailure(
             f"{GENERATOR}: expected proj = nn.Linear(d_model, vocab_size) = nn.Linear({d_model}, "
@@ -202,13 +197,8 @@ def transformer_args(src_vocab=SRC_VOCAB, tgt_vocab=TGT_VOCAB, d_model=D_MODEL, 
 def transformer_module(cls, args: dict):
     """The learner's Transformer (dropout 0, eval, float64, DEVICE) with a ``generator`` module."""
     module = core.build(TRANSFORMER, cls, **args)
-    generator = getattr(module, "generator", None)
-    if not isinstance(generator, nn.Module):
-        raise core.CheckFailure(
-            f"{TRANSFORMER}: expected an attribute `generator` that is a module (your Generator), got "
-            f"{type(generator).__name__ if generator is not None else 'no attribute generator'}; "
-            "create it in __init__ with self.generator = Generator(d_model, tgt_vocab)."
-        )
+    how = "create it in __init__ with self.generator = Generator(d_model, tgt_vocab)."
+    core.expect_attribute(TRANSFORMER, module, "generator", nn.Module, "a module (your Generator)", how)
     return module
 
 
