@@ -99,3 +99,25 @@ def test_crashes_a_learner_can_fix_get_their_own_message():
 
     with pytest.raises(CheckFailure, match=r"merge_heads changed its input `x` in place"):
         multi_head.check_merge_heads(merge_in_place)
+
+
+def test_a_wrong_output_after_right_weights_says_where_to_look():
+    import pytest
+
+    from autograder.checks import CheckFailure, attention, multi_head
+    from solutions import MultiHeadAttention, scaled_dot_product_attention
+
+    def values_reversed(q, k, v, mask=None):  # right weights, applied to v with its features reversed
+        out, weights = scaled_dot_product_attention(q, k, v, mask)
+        return weights @ v.flip(-1), weights
+
+    with pytest.raises(CheckFailure, match=r"Your weights are right, so look at how they are applied to v"):
+        attention.check_attention_values(values_reversed)
+
+    class NoOutputBias(MultiHeadAttention):  # self.attn right, w_o's bias left out
+        def forward(self, query, key, value, mask=None):
+            out = super().forward(query, key, value, mask)
+            return out - self.w_o.bias
+
+    with pytest.raises(CheckFailure, match=r"Your self.attn weights are right, so look at what comes after"):
+        multi_head.check_mha_cross_attention(NoOutputBias)

@@ -110,7 +110,8 @@ def compare(fn, q, k, v, mask=None, expected=None) -> None:
     pairs = [(m, output) for m, output in wrong if isinstance(output, tuple)]  # not the crashes
     weights_of = [(m, w) for m, (_, w) in pairs]
     core.expect_close(EXERCISE, "weights", weights, expected_weights, WEIGHTS, weights_of)
-    core.expect_close(EXERCISE, "out", out, expected_out, OUT, [(m, o) for m, (o, _) in pairs])
+    right = " Your weights are right, so look at how they are applied to v: out = weights @ v."
+    core.expect_close(EXERCISE, "out", out, expected_out, OUT, [(m, o) for m, (o, _) in pairs], right)
 
 
 def check_attention_shapes(fn) -> None:

@@ -260,12 +260,14 @@ def expect_close(
     expected: torch.Tensor,
     letters: str,
     mistakes: Sequence[tuple[Mistake, Any]] = (),
+    where: str = "",
 ) -> None:
     """Compare ``actual`` with ``expected``; on a mismatch, name the known mistake it matches.
 
     ``mistakes`` pairs each known mistake with its output on the same inputs.
     The order of the messages: a known mistake first (its hint is the most
     useful thing to say), then NaN, then the shape, then the size of the error.
+    ``where`` ends a message that names no mistake: what is known to be right, where to look.
     """
     actual = expect_tensor(exercise, what, actual)
     if same(actual, expected):
@@ -289,13 +291,13 @@ def expect_close(
         raise CheckFailure(
             f"{exercise}: {what} has the right shape {letters} but wrong values{pattern}. The largest "
             f"difference is {float(error.max()):.3g}, at index {list(index)}, where the expected "
-            f"value is {float(expected[index]):.6g} and yours is {float(actual[index]):.6g}."
+            f"value is {float(expected[index]):.6g} and yours is {float(actual[index]):.6g}.{where}"
         )
     wrong = (actual != expected).nonzero()
     raise CheckFailure(
         f"{exercise}: {what} has the right shape {letters} but {len(wrong)} wrong entries, "
         f"the first at index {wrong[0].tolist()}: expected {expected[tuple(wrong[0])].item()}, "
-        f"got {actual[tuple(wrong[0])].item()}."
+        f"got {actual[tuple(wrong[0])].item()}.{where}"
     )
 
 

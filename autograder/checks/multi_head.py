@@ -282,17 +282,23 @@ def _forward(module, query, key, value, mask=None):
     return core.output(MHA, module, {"query": query, "key": key, "value": value, "mask": mask})
 
 
-def compare_mha(module, n_heads, query, key, value, mask, expected_out, expected_attn=None) -> None:
-    """The learner's output against ``expected_out`` (naming a known mistake), and, when given,
-    the weights it keeps in ``self.attn`` against ``expected_attn``."""
+def compare_mha(module, n_heads, query, key, value, mask, expected_out, expected_attn, keeps_attn=False):
+    """The learner's output against ``expected_out`` (naming a known mistake), and, with
+    ``keeps_attn``, the weights it keeps in ``self.attn`` against ``expected_attn``."""
     out = _forward(module, query, key, value, mask)
     wrong = core.mistake_outputs(MHA_MISTAKES, _stand_in(module, n_heads), query, key, value, mask)
-    core.expect_close(MHA, "the output", out, expected_out, MHA_OUT, wrong)
+    attn = getattr(module, "attn", None)
+    where = (
+        " Your self.attn weights are right, so look at what comes after them: weights @ v in each "
+        "head, merging the heads, or w_o."
+        if isinstance(attn, torch.Tensor) and core.same(attn, expected_attn)
+        else ""
+    )
+    core.expect_close(MHA, "the output", out, expected_out, MHA_OUT, wrong, where)
     core.expect_dtype(MHA, "the output", out, query.dtype)
     core.expect_device(MHA, "the output", out, query.device)
-    if expected_attn is None:
+    if not keeps_attn:
         return
-    attn = getattr(module, "attn", None)
     if not isinstance(attn, torch.Tensor):
         raise core.CheckFailure(
             f"{MHA}: self.attn should hold the last attention weights {MHA_ATTN}, got "
@@ -374,8 +380,8 @@ def check_mha_cross_attention(cls) -> None:
     module = core.build(MHA, cls, D, H)
     core.load_weights(MHA, module, state)
     query, key, value = _inputs(seed=310)
-    expected, _ = torch_expected(torch_module, query, key, value)
-    compare_mha(module, H, query, key, value, None, expected)
+    expected, weights = torch_expected(torch_module, query, key, value)
+    compare_mha(module, H, query, key, value, None, expected, weights)
     core.passed(
         f"{MHA} equals nn.MultiheadAttention for cross-attention: query [B, T_q, D], key and value "
         f"[B, T_k, D], T_q={T_Q} != T_k={T_K}, output {MHA_OUT}"
@@ -391,8 +397,8 @@ def check_mha_mask(cls) -> None:
     core.load_weights(MHA, module, state)
     query, key, value = _inputs(seed=410)
     mask = random_mask(B, T_Q, T_K, seed=411)
-    expected, _ = torch_expected(torch_module, query, key, value, mask)
-    compare_mha(module, H, query, key, value, mask, expected)
+    expected, weights = torch_expected(torch_module, query, key, value, mask)
+    compare_mha(module, H, query, key, value, mask, expected, weights)
     moved_key, moved_value = key.clone(), value.clone()
     moved_key[:, -1] += 100.0  # the last key is masked for every query
     moved_value[:, -1] -= 100.0
@@ -413,7 +419,7 @@ def check_mha_attn(cls) -> None:
     query, key, value = _inputs(seed=510)
     mask = random_mask(B, T_Q, T_K, seed=511)
     expected, weights = torch_expected(torch_module, query, key, value, mask)
-    compare_mha(module, H, query, key, value, mask, expected, weights)
+    compare_mha(module, H, query, key, value, mask, expected, weights, keeps_attn=True)
     core.passed(
         f"{MHA} keeps self.attn {MHA_ATTN} = {[B, H, T_Q, T_K]}, equal to nn.MultiheadAttention's "
         "weights with average_attn_weights=False"

@@ -77,4 +77,4 @@ def hidden_multi_head_attention(fresh: Fresh, cls, masked: bool, trials: int = 2
             for mask in masks:
                 with torch.no_grad():
                     expected = reference(q, k, v, mask)
-                multi_head.compare_mha(module, h, q, k, v, mask, expected, reference.attn)
+                multi_head.compare_mha(module, h, q, k, v, mask, expected, reference.attn, keeps_attn=True)
