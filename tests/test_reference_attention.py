@@ -16,9 +16,9 @@ from autograder.checks.oracles import (
     fastpath_disabled,
     load,
     mha_state,
-    randomize_,
     torch_attn_mask,
     torch_key_padding_mask,
+    torch_mha,
 )
 from solutions import MultiHeadAttention, scaled_dot_product_attention
 
@@ -203,13 +203,12 @@ def test_sdpa_matches_torch_on_random_shapes(batch_shape, t_q, t_k, d_k, d_v, ma
 def mha_pair(d_model, n_heads, seed=0):
     """(ours, theirs): our MultiHeadAttention holding the weights of a random nn.MultiheadAttention."""
     torch.manual_seed(seed)
-    theirs = nn.MultiheadAttention(d_model, n_heads, dropout=0.0, batch_first=True, dtype=F64)
-    randomize_(theirs, seed)  # torch starts biases at 0: randomize to check they are copied
+    theirs = torch_mha(d_model, n_heads, seed=seed, device="cpu")  # random biases: are they copied?
     ours = load(MultiHeadAttention(d_model, n_heads).to(F64), mha_state(theirs))
     return ours.eval(), theirs.eval()
 
 
-def torch_mha(theirs, query, key, value, **masks):
+def torch_outputs(theirs, query, key, value, **masks):
     """theirs' output [B, T_q, D] and per-head weights [B, h, T_q, T_k]."""
     return theirs(query, key, value, need_weights=True, average_attn_weights=False, **masks)
 
@@ -236,7 +235,7 @@ def test_mha_self_attention_without_mask_matches_torch():
     ours, theirs = mha_pair(12, 3)
     x = torch.randn(2, 5, 12, dtype=F64)  # [B, T, D]
     out = ours(x, x, x)
-    expected_out, expected_weights = torch_mha(theirs, x, x, x)
+    expected_out, expected_weights = torch_outputs(theirs, x, x, x)
     assert out.shape == (2, 5, 12)
     torch.testing.assert_close(out, expected_out, **TIGHT)
     assert ours.attn.shape == (2, 3, 5, 5)  # [B, h, T_q, T_k]
@@ -250,7 +249,7 @@ def test_mha_cross_attention_with_key_padding_matches_torch():
     lengths = torch.tensor([6, 2, 4])
     mask = (torch.arange(6) < lengths[:, None])[:, None, None, :]  # [B, 1, 1, T_k], True = real key
     out = ours(query, memory, memory, mask)
-    expected_out, expected_weights = torch_mha(
+    expected_out, expected_weights = torch_outputs(
         theirs, query, memory, memory, key_padding_mask=torch_key_padding_mask(mask)
     )
     torch.testing.assert_close(out, expected_out, **TIGHT)
@@ -262,7 +261,7 @@ def test_mha_with_a_causal_mask_matches_torch():
     x = torch.randn(2, 5, 8, dtype=F64)
     causal = torch.ones(5, 5, dtype=torch.bool).tril()  # [T, T], True = may attend
     out = ours(x, x, x, causal)
-    expected_out, expected_weights = torch_mha(theirs, x, x, x, attn_mask=torch_attn_mask(causal))
+    expected_out, expected_weights = torch_outputs(theirs, x, x, x, attn_mask=torch_attn_mask(causal))
     torch.testing.assert_close(out, expected_out, **TIGHT)
     torch.testing.assert_close(ours.attn, expected_weights, **TIGHT)
 
@@ -274,7 +273,7 @@ def test_mha_with_a_per_head_mask_matches_torch():
     mask[..., 0] = True
     torch_mask = torch_attn_mask(mask).reshape(2 * 2, 3, 5)  # torch wants [B * h, T_q, T_k]
     out = ours(query, key, key, mask)
-    expected_out, expected_weights = torch_mha(theirs, query, key, key, attn_mask=torch_mask)
+    expected_out, expected_weights = torch_outputs(theirs, query, key, key, attn_mask=torch_mask)
     torch.testing.assert_close(out, expected_out, **TIGHT)
     torch.testing.assert_close(ours.attn, expected_weights, **TIGHT)
 
@@ -290,7 +289,7 @@ def test_mha_fully_masked_query_row_gives_zero_weights_and_the_output_bias():
     assert not out.isnan().any()
     torch.testing.assert_close(out[1, 2], theirs.out_proj.bias.detach(), **TIGHT)
     assert torch.equal(ours.attn[1, :, 2], torch.zeros(2, 4, dtype=F64))
-    expected_out, _ = torch_mha(theirs, x, x, x)  # the other rows are unaffected by that mask
+    expected_out, _ = torch_outputs(theirs, x, x, x)  # the other rows are unaffected by that mask
     torch.testing.assert_close(out[0], expected_out[0], **TIGHT)
 
 
@@ -314,7 +313,7 @@ def test_mha_matches_torch_on_random_shapes(batch, n_heads, d_k, t_q, t_k, self_
     lengths = torch.randint(1, t_k + 1, (batch,), generator=generator)  # at least one real key per row
     mask = (torch.arange(t_k) < lengths[:, None])[:, None, None, :]  # [B, 1, 1, T_k]
     out = ours(query, key, key, mask)
-    expected_out, expected_weights = torch_mha(
+    expected_out, expected_weights = torch_outputs(
         theirs, query, key, key, key_padding_mask=torch_key_padding_mask(mask)
     )
     torch.testing.assert_close(out, expected_out, **TIGHT)

@@ -24,6 +24,8 @@ from autograder.checks.oracles import (
     stack_state,
     torch_attn_mask,
     torch_key_padding_mask,
+    torch_layer,
+    torch_stack,
 )
 from solutions import Decoder, DecoderLayer, Encoder, EncoderLayer, LayerNorm, PositionwiseFeedForward
 
@@ -94,10 +96,7 @@ def test_feed_forward_equals_linear2_of_activation_of_linear1(activation):
 def test_feed_forward_equals_the_feed_forward_block_of_torch_encoder_layer(activation):
     # With its attention output projection set to zero, a Pre-LN torch encoder
     # layer computes x + ffn(norm2(x)): the feed-forward block alone.
-    theirs = nn.TransformerEncoderLayer(
-        6, 2, 24, dropout=0.0, activation=activation, batch_first=True, norm_first=True, dtype=F64
-    )
-    randomize_(theirs, seed=5)
+    theirs = torch_layer(False, 6, 2, 24, norm_first=True, activation=activation, seed=5, device="cpu")
     with torch.no_grad():
         theirs.self_attn.out_proj.weight.zero_()
         theirs.self_attn.out_proj.bias.zero_()
@@ -147,10 +146,7 @@ def test_decoder_layer_state_dict_keys_follow_the_contract():
 
 
 def encoder_layer_pair(d_model, n_heads, d_ff, norm_first, seed=0):
-    theirs = nn.TransformerEncoderLayer(
-        d_model, n_heads, d_ff, dropout=0.0, batch_first=True, norm_first=norm_first, dtype=F64
-    )
-    randomize_(theirs, seed)
+    theirs = torch_layer(False, d_model, n_heads, d_ff, norm_first, seed=seed, device="cpu")
     ours = load(
         EncoderLayer(d_model, n_heads, d_ff, norm_first=norm_first).to(F64), encoder_layer_state(theirs)
     )
@@ -158,10 +154,7 @@ def encoder_layer_pair(d_model, n_heads, d_ff, norm_first, seed=0):
 
 
 def decoder_layer_pair(d_model, n_heads, d_ff, norm_first, seed=0):
-    theirs = nn.TransformerDecoderLayer(
-        d_model, n_heads, d_ff, dropout=0.0, batch_first=True, norm_first=norm_first, dtype=F64
-    )
-    randomize_(theirs, seed)
+    theirs = torch_layer(True, d_model, n_heads, d_ff, norm_first, seed=seed, device="cpu")
     ours = load(
         DecoderLayer(d_model, n_heads, d_ff, norm_first=norm_first).to(F64), decoder_layer_state(theirs)
     )
@@ -254,13 +247,7 @@ def test_encoder_and_decoder_hold_n_layers_in_a_module_list_and_a_final_norm():
 
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-LN", "pre-LN"])
 def test_encoder_stack_matches_torch_transformer_encoder(norm_first):
-    layer = nn.TransformerEncoderLayer(
-        8, 2, 16, dropout=0.0, batch_first=True, norm_first=norm_first, dtype=F64
-    )
-    theirs = nn.TransformerEncoder(
-        layer, num_layers=3, norm=nn.LayerNorm(8, dtype=F64), enable_nested_tensor=False
-    )
-    randomize_(theirs, seed=5)  # torch's layers start as copies of each other
+    theirs = torch_stack(torch_layer(False, 8, 2, 16, norm_first, seed=None, device="cpu"), 3, seed=5)
     ours = load(Encoder(8, 2, 16, n_layers=3, norm_first=norm_first).to(F64), stack_state(theirs))
     ours.eval()
     theirs.eval()
@@ -273,11 +260,7 @@ def test_encoder_stack_matches_torch_transformer_encoder(norm_first):
 
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-LN", "pre-LN"])
 def test_decoder_stack_matches_torch_transformer_decoder(norm_first):
-    layer = nn.TransformerDecoderLayer(
-        8, 2, 16, dropout=0.0, batch_first=True, norm_first=norm_first, dtype=F64
-    )
-    theirs = nn.TransformerDecoder(layer, num_layers=3, norm=nn.LayerNorm(8, dtype=F64))
-    randomize_(theirs, seed=7)
+    theirs = torch_stack(torch_layer(True, 8, 2, 16, norm_first, seed=None, device="cpu"), 3, seed=7)
     ours = load(Decoder(8, 2, 16, n_layers=3, norm_first=norm_first).to(F64), stack_state(theirs))
     ours.eval()
     theirs.eval()

@@ -20,6 +20,8 @@ from autograder.checks.oracles import (
     stack_state,
     torch_attn_mask,
     torch_key_padding_mask,
+    torch_layer,
+    torch_stack,
 )
 from solutions import Generator, Transformer, greedy_decode
 
@@ -93,16 +95,11 @@ def test_transformer_matches_torch_stacks_between_the_paper_embeddings():
     """forward = decoder(embed_tgt * sqrt(D) + pe, encoder(embed_src * sqrt(D) + pe)), all from torch."""
     src_lut = nn.Embedding(SRC_VOCAB, D_MODEL, dtype=F64)
     tgt_lut = nn.Embedding(TGT_VOCAB, D_MODEL, dtype=F64)
-    encoder = nn.TransformerEncoder(
-        nn.TransformerEncoderLayer(D_MODEL, N_HEADS, D_FF, dropout=0.0, batch_first=True, dtype=F64),
-        N_LAYERS,
-        norm=nn.LayerNorm(D_MODEL, dtype=F64),
-        enable_nested_tensor=False,
-    )
-    decoder = nn.TransformerDecoder(
-        nn.TransformerDecoderLayer(D_MODEL, N_HEADS, D_FF, dropout=0.0, batch_first=True, dtype=F64),
-        N_LAYERS,
-        norm=nn.LayerNorm(D_MODEL, dtype=F64),
+    encoder, decoder = (
+        torch_stack(
+            torch_layer(is_decoder, D_MODEL, N_HEADS, D_FF, seed=None, device="cpu"), N_LAYERS, seed=None
+        )
+        for is_decoder in (False, True)
     )
     projection = nn.Linear(D_MODEL, TGT_VOCAB, dtype=F64)
     for seed, module in enumerate((src_lut, tgt_lut, encoder, decoder, projection)):

@@ -23,15 +23,16 @@ import torch
 from torch import nn
 
 from autograder.checks import core
-from autograder.checks.device import DEVICE, DTYPE, exact_matmul, random_tensor
+from autograder.checks.device import DEVICE, exact_matmul, random_tensor
 from autograder.checks.oracles import (
     causal,
     decoder_layer_state,
     encoder_layer_state,
     plain_torch,
-    randomize_,
     stack_state,
     torch_key_padding_mask,
+    torch_layer,
+    torch_stack,
 )
 
 D, H, D_FF = 12, 3, 20
@@ -168,40 +169,6 @@ def _stack_variant(stack, x, *args, order="right", final=True, each=False, masks
 ENCODER_MISTAKES = core.catalogue("Encoder", variant=_stack_variant)
 DECODER_MISTAKES = core.catalogue("Decoder", variant=_stack_variant)
 
-# --- PyTorch's modules as oracles ----------------------------------------------------------------
-
-
-def torch_encoder_layer(norm_first: bool, seed: int) -> nn.TransformerEncoderLayer:
-    layer = nn.TransformerEncoderLayer(
-        D, H, D_FF, dropout=0.0, batch_first=True, norm_first=norm_first, device=DEVICE, dtype=DTYPE
-    )
-    return randomize_(layer, seed).train()  # train() with dropout 0: the plain path, no "fast path"
-
-
-def torch_decoder_layer(norm_first: bool, seed: int) -> nn.TransformerDecoderLayer:
-    layer = nn.TransformerDecoderLayer(
-        D, H, D_FF, dropout=0.0, batch_first=True, norm_first=norm_first, device=DEVICE, dtype=DTYPE
-    )
-    return randomize_(layer, seed).train()
-
-
-def torch_encoder(norm_first: bool, seed: int) -> nn.TransformerEncoder:
-    stack = nn.TransformerEncoder(
-        torch_encoder_layer(norm_first, seed),
-        N_LAYERS,
-        norm=nn.LayerNorm(D, device=DEVICE, dtype=DTYPE),
-        enable_nested_tensor=False,
-    )
-    return randomize_(stack, seed).train()  # torch's layers start as copies of each other
-
-
-def torch_decoder(norm_first: bool, seed: int) -> nn.TransformerDecoder:
-    stack = nn.TransformerDecoder(
-        torch_decoder_layer(norm_first, seed), N_LAYERS, norm=nn.LayerNorm(D, device=DEVICE, dtype=DTYPE)
-    )
-    return randomize_(stack, seed).train()
-
-
 # --- inputs and masks ----------------------------------------------------------------------------
 
 
@@ -320,7 +287,7 @@ def _expect_output(exercise: str, out: torch.Tensor, reference: torch.Tensor, le
 
 
 def _encoder_layer_against_torch(cls, norm_first: bool, seed: int, masked: bool) -> None:
-    oracle = torch_encoder_layer(norm_first, seed)
+    oracle = torch_layer(False, D, H, D_FF, norm_first, seed=seed)
     layer = _layer(cls, ENC_NAME, norm_first, encoder_layer_state(oracle))
     x, padding = _encoder_inputs(seed + 1)
     if masked:
@@ -339,7 +306,7 @@ def _encoder_layer_against_torch(cls, norm_first: bool, seed: int, masked: bool)
 
 def check_encoder_layer_shapes(cls) -> None:
     """Parameters by the contract's names; x [B, T, D] -> [B, T, D], float64 on the inputs' device."""
-    oracle = torch_encoder_layer(False, seed=0)
+    oracle = torch_layer(False, D, H, D_FF, seed=0)
     layer = _layer(cls, ENC_NAME, False, encoder_layer_state(oracle))
     x, _ = _encoder_inputs(seed=1)
     _expect_output(ENC_NAME, _output(ENC_NAME, layer, x, None), x, ENC_OUT, (B, T, D))
@@ -381,7 +348,7 @@ def check_encoder_layer_mask(cls) -> None:
 
 
 def _decoder_layer_against_torch(cls, norm_first: bool, seed: int, masked: bool):
-    oracle = torch_decoder_layer(norm_first, seed)
+    oracle = torch_layer(True, D, H, D_FF, norm_first, seed=seed)
     layer = _layer(cls, DEC_NAME, norm_first, decoder_layer_state(oracle))
     x, memory, src_padding, tgt_padding = _decoder_inputs(seed + 1)
     if masked:
@@ -405,7 +372,7 @@ def _decoder_layer_against_torch(cls, norm_first: bool, seed: int, masked: bool)
 
 def check_decoder_layer_shapes(cls) -> None:
     """Parameters by the contract's names; x [B, T_tgt, D], memory [B, T_src, D] -> [B, T_tgt, D]."""
-    oracle = torch_decoder_layer(False, seed=50)
+    oracle = torch_layer(True, D, H, D_FF, seed=50)
     layer = _layer(cls, DEC_NAME, False, decoder_layer_state(oracle))
     x, memory, _, _ = _decoder_inputs(seed=51)
     out = _run_decoder(DEC_NAME, layer, _AsBuilt(layer, False), DECODER_LAYER_MISTAKES, x, memory)
@@ -496,7 +463,7 @@ def _first_layer_fails(exercise: str, layer_name: str, norm_first: bool, problem
 def check_encoder_values(cls) -> None:
     """Equal to nn.TransformerEncoder (2 layers, final nn.LayerNorm), Post-LN and Pre-LN, with src_mask."""
     for norm_first, seed in ((False, 100), (True, 110)):
-        oracle = torch_encoder(norm_first, seed)
+        oracle = torch_stack(torch_layer(False, D, H, D_FF, norm_first, seed=None), N_LAYERS, seed=seed)
         stack = core.build("Encoder", cls, D, H, D_FF, N_LAYERS, dropout=0.0, norm_first=norm_first)
         check_stack_structure("Encoder", stack, N_LAYERS)
         core.load_weights("Encoder", stack, stack_state(oracle))
@@ -520,7 +487,7 @@ def check_encoder_values(cls) -> None:
 def check_decoder_values(cls) -> None:
     """Equal to nn.TransformerDecoder (2 layers, final nn.LayerNorm), Post-LN and Pre-LN, with both masks."""
     for norm_first, seed in ((False, 120), (True, 130)):
-        oracle = torch_decoder(norm_first, seed)
+        oracle = torch_stack(torch_layer(True, D, H, D_FF, norm_first, seed=None), N_LAYERS, seed=seed)
         stack = core.build("Decoder", cls, D, H, D_FF, N_LAYERS, dropout=0.0, norm_first=norm_first)
         check_stack_structure("Decoder", stack, N_LAYERS)
         core.load_weights("Decoder", stack, stack_state(oracle))

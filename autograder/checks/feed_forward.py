@@ -6,7 +6,6 @@ with its linear1 and linear2 weights copied in (the names match), for activation
 Inputs: [B, T, D] = [2, 5, 8] with d_ff = 20 (not 4 * D, so a hard-coded width shows).
 """
 
-import math
 from types import SimpleNamespace
 
 import torch
@@ -14,8 +13,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from autograder.checks import core
-from autograder.checks.device import DEVICE, DTYPE, random_tensor
-from autograder.checks.oracles import feed_forward_state
+from autograder.checks.device import random_tensor
+from autograder.checks.oracles import feed_forward_state, torch_layer
 
 EXERCISE = "PositionwiseFeedForward"
 B, T, D, D_FF = 2, 5, 8, 20
@@ -64,21 +63,10 @@ MISTAKES = core.catalogue(
 
 
 def torch_encoder_layer(d_model: int, d_ff: int, activation: str, seed: int) -> nn.TransformerEncoderLayer:
-    """nn.TransformerEncoderLayer (batch_first, dropout 0) in float64 on DEVICE; its linear1 and
-    linear2 get random weights drawn from ``seed``, the same on every device."""
-    with torch.random.fork_rng(devices=[]):  # leave the learner's random state alone
-        layer = nn.TransformerEncoderLayer(
-            d_model, 1, d_ff, dropout=0.0, activation=activation, batch_first=True
-        )
-    layer = layer.to(device=DEVICE, dtype=DTYPE)
-    with torch.no_grad():
-        for index, linear in enumerate((layer.linear1, layer.linear2)):
-            fan_in = linear.in_features
-            linear.weight.copy_(
-                random_tensor(*linear.weight.shape, seed=seed + 2 * index) / math.sqrt(fan_in)
-            )
-            linear.bias.copy_(0.5 * random_tensor(*linear.bias.shape, seed=seed + 2 * index + 1))
-    return layer
+    """An nn.TransformerEncoderLayer (one head, float64 on DEVICE, seeded random weights) whose
+    feed-forward block is the oracle; built without moving the learner's random state."""
+    with torch.random.fork_rng(devices=[]):
+        return torch_layer(False, d_model, 1, d_ff, activation=activation, seed=seed)
 
 
 def torch_feed_forward(layer, x: torch.Tensor) -> torch.Tensor:

@@ -20,8 +20,8 @@ import torch
 from torch import nn
 
 from autograder.checks import core
-from autograder.checks.device import DEVICE, DTYPE, exact_matmul, random_mask, random_tensor
-from autograder.checks.oracles import mha_state, randomize_
+from autograder.checks.device import exact_matmul, random_mask, random_tensor
+from autograder.checks.oracles import mha_state, torch_mha
 
 B, H, D_K, T_Q, T_K = 2, 3, 4, 5, 7
 D = H * D_K
@@ -250,14 +250,6 @@ MHA_MISTAKES = core.catalogue(
 def _no_grad_exact() -> Iterator[None]:
     with torch.no_grad(), exact_matmul():
         yield
-
-
-def torch_mha(d_model: int, n_heads: int, seed: int) -> nn.MultiheadAttention:
-    """nn.MultiheadAttention with seeded random weights and biases (PyTorch's zero biases
-    would hide a missing or misplaced bias), float64 on DEVICE, dropout 0, in train mode
-    (which keeps it off the eval-mode fast path; with dropout 0 nothing is random)."""
-    torch_module = nn.MultiheadAttention(d_model, n_heads, dropout=0.0, bias=True, batch_first=True)
-    return randomize_(torch_module.to(device=DEVICE, dtype=DTYPE), seed).train()
 
 
 def torch_expected(torch_module, query, key, value, mask=None):

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
-from autograder.checks.device import DTYPE, exact_matmul
+from autograder.checks.device import DEVICE, DTYPE, exact_matmul
 
 State = dict[str, torch.Tensor]
 
@@ -109,6 +109,52 @@ def stack_state(stack: nn.TransformerEncoder | nn.TransformerDecoder) -> State:
     for index, layer in enumerate(stack.layers):
         state |= prefixed(f"layers.{index}", layer_state(layer))
     return state | prefixed("norm", layer_norm_state(stack.norm))
+
+
+Seed = int | torch.Generator | None
+
+
+def _seeded(module: nn.Module, seed: Seed) -> nn.Module:
+    """With a seed: random parameters (``randomize_``) and train mode, which with dropout 0 is
+    PyTorch's plain, exact path. Without: PyTorch's own initial values."""
+    return module if seed is None else randomize_(module, seed).train()
+
+
+def torch_layer(
+    decoder: bool, d_model: int, n_heads: int, d_ff: int, norm_first: bool = False, *, seed: Seed,
+    activation: str = "relu", device: torch.device | str | None = None,
+) -> nn.TransformerEncoderLayer | nn.TransformerDecoderLayer:  # fmt: skip
+    """nn.TransformerEncoderLayer (or, with ``decoder``, nn.TransformerDecoderLayer) built as the
+    course's layers are: batch first, dropout 0, float64, on ``device`` (DEVICE by default)."""
+    kind = nn.TransformerDecoderLayer if decoder else nn.TransformerEncoderLayer
+    layer = kind(
+        d_model, n_heads, d_ff, dropout=0.0, activation=activation, batch_first=True,
+        norm_first=norm_first, device=device or DEVICE, dtype=DTYPE,
+    )  # fmt: skip
+    return _seeded(layer, seed)
+
+
+def torch_stack(
+    layer: nn.TransformerEncoderLayer | nn.TransformerDecoderLayer, n_layers: int, *, seed: Seed
+) -> nn.TransformerEncoder | nn.TransformerDecoder:
+    """``n_layers`` copies of ``layer``, then a final nn.LayerNorm: the course's Encoder or Decoder.
+    The seed matters: PyTorch's layers start as copies of each other. (No nested tensors: they
+    would change the padded outputs' values.)"""
+    weight = layer.linear1.weight
+    norm = nn.LayerNorm(weight.size(1), device=weight.device, dtype=weight.dtype)
+    if isinstance(layer, nn.TransformerDecoderLayer):
+        return _seeded(nn.TransformerDecoder(layer, n_layers, norm=norm), seed)
+    return _seeded(nn.TransformerEncoder(layer, n_layers, norm=norm, enable_nested_tensor=False), seed)
+
+
+def torch_mha(
+    d_model: int, n_heads: int, *, seed: Seed, device: torch.device | str | None = None
+) -> nn.MultiheadAttention:
+    """nn.MultiheadAttention as the course's is built: batch first, with biases, dropout 0, float64."""
+    mha = nn.MultiheadAttention(
+        d_model, n_heads, dropout=0.0, bias=True, batch_first=True, device=device or DEVICE, dtype=DTYPE
+    )
+    return _seeded(mha, seed)
 
 
 @torch.no_grad()

@@ -26,7 +26,14 @@ from torch import nn
 
 from autograder.checks import core, greedy
 from autograder.checks.device import DEVICE, DTYPE, exact_matmul, random_tensor
-from autograder.checks.oracles import prefixed, randomize_, sinusoidal_table, stack_state
+from autograder.checks.oracles import (
+    prefixed,
+    randomize_,
+    sinusoidal_table,
+    stack_state,
+    torch_layer,
+    torch_stack,
+)
 
 # ---------------------------------------------------------------------------------------
 # Generator
@@ -400,24 +407,15 @@ def check_transformer_values(cls) -> None:
     """Equal to PyTorch's nn.TransformerEncoder / nn.TransformerDecoder between the paper's embeddings
     (nn.Embedding times sqrt(D), plus the sinusoidal table), with the same weights copied in by name."""
     generator = torch.Generator().manual_seed(3)
-    kwargs = {"dropout": 0.0, "batch_first": True, "device": DEVICE, "dtype": DTYPE}
-    encoder = nn.TransformerEncoder(
-        nn.TransformerEncoderLayer(D_MODEL, N_HEADS, D_FF, **kwargs),
-        N_LAYERS,
-        norm=nn.LayerNorm(D_MODEL, device=DEVICE, dtype=DTYPE),
-        enable_nested_tensor=False,
-    )
-    decoder = nn.TransformerDecoder(
-        nn.TransformerDecoderLayer(D_MODEL, N_HEADS, D_FF, **kwargs),
-        N_LAYERS,
-        norm=nn.LayerNorm(D_MODEL, device=DEVICE, dtype=DTYPE),
+    encoder, decoder = (
+        torch_stack(torch_layer(is_decoder, D_MODEL, N_HEADS, D_FF, seed=None), N_LAYERS, seed=generator)
+        for is_decoder in (False, True)
     )
     src_lut = nn.Embedding(SRC_VOCAB, D_MODEL, device=DEVICE, dtype=DTYPE)
     tgt_lut = nn.Embedding(TGT_VOCAB, D_MODEL, device=DEVICE, dtype=DTYPE)
     projection = nn.Linear(D_MODEL, TGT_VOCAB, device=DEVICE, dtype=DTYPE)
-    for oracle in (encoder, decoder, src_lut, tgt_lut, projection):
+    for oracle in (src_lut, tgt_lut, projection):
         randomize_(oracle, generator)
-        oracle.train()  # dropout is 0; train mode keeps PyTorch off its inference fast path
     pe = sinusoidal_table(MAX_LEN, D_MODEL).to(DEVICE)
     state = {
         "src_embed.lut.weight": src_lut.weight.detach().clone(),

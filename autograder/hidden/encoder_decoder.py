@@ -8,6 +8,8 @@ import torch
 
 from autograder.checks import encoder_decoder as checks
 from autograder.checks.core import build, load_weights
+from autograder.checks.device import DEVICE, DTYPE
+from autograder.checks.oracles import causal, randomize_
 from autograder.hidden.core import Fresh, replayable
 from solutions import Decoder, DecoderLayer, Encoder, EncoderLayer
 
@@ -27,9 +29,7 @@ def _padding(fresh: Fresh, batch: int, length: int):
 
 def _pair(fresh: Fresh, reference_cls, cls, exercise: str, *args, norm_first: bool):
     reference = reference_cls(*args, dropout=0.0, norm_first=norm_first)
-    reference = checks.randomize_(
-        reference.to(device=checks.DEVICE, dtype=checks.DTYPE), fresh.size(0, 10**6)
-    )
+    reference = randomize_(reference.to(device=DEVICE, dtype=DTYPE), fresh.size(0, 10**6))
     reference.eval()
     learner = build(exercise, cls, *args, dropout=0.0, norm_first=norm_first)
     if exercise in ("Encoder", "Decoder"):  # the layers' structure first: it explains a failed load
@@ -48,7 +48,7 @@ def hidden_encoder_layer(fresh: Fresh, cls, norm_first: bool, masked: bool, tria
         )
         x = fresh.tensor(batch, length, d_model)
         padding = _padding(fresh, batch, length)
-        for mask in (padding, padding & checks.causal(length, checks.DEVICE)) if masked else (None,):
+        for mask in (padding, padding & causal(length, DEVICE)) if masked else (None,):
             with torch.no_grad():
                 expected = reference(x, mask)
             checks.compare_encoder_layer(learner, norm_first, x, mask, expected)
@@ -67,7 +67,7 @@ def hidden_decoder_layer(fresh: Fresh, cls, norm_first: bool, masked: bool, tria
         src_mask = tgt_mask = None
         if masked:
             src_mask = _padding(fresh, batch, t_src)
-            tgt_mask = _padding(fresh, batch, t_tgt) & checks.causal(t_tgt, checks.DEVICE)
+            tgt_mask = _padding(fresh, batch, t_tgt) & causal(t_tgt, DEVICE)
         with torch.no_grad():
             expected = reference(x, memory, src_mask, tgt_mask)
         checks.compare_decoder_layer(learner, norm_first, x, memory, src_mask, tgt_mask, expected)
@@ -96,7 +96,7 @@ def hidden_decoder(fresh: Fresh, cls, trials: int = 2) -> None:
         reference, learner = _pair(fresh, Decoder, cls, "Decoder", *args, norm_first=bool(trial % 2))
         x, memory = fresh.tensor(batch, t_tgt, d_model), fresh.tensor(batch, t_src, d_model)
         src_mask = _padding(fresh, batch, t_src)
-        tgt_mask = _padding(fresh, batch, t_tgt) & checks.causal(t_tgt, checks.DEVICE)
+        tgt_mask = _padding(fresh, batch, t_tgt) & causal(t_tgt, DEVICE)
         with torch.no_grad():
             expected = reference(x, memory, src_mask, tgt_mask)
         checks.compare_decoder(learner, x, memory, src_mask, tgt_mask, expected)

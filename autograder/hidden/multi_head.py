@@ -3,6 +3,7 @@
 import torch
 
 from autograder.checks import core, multi_head
+from autograder.checks.device import DEVICE, DTYPE
 from autograder.hidden.core import Fresh, replayable
 from solutions.multi_head import MultiHeadAttention as Reference
 from solutions.multi_head import merge_heads as reference_merge
@@ -37,7 +38,7 @@ def hidden_merge_heads(fresh: Fresh, fn, trials: int = 3) -> None:
 
 def _pair(cls, fresh: Fresh, d_model: int, n_heads: int):
     """The reference with fresh random weights and biases, and the learner's module holding them."""
-    reference = Reference(d_model, n_heads).to(device=multi_head.DEVICE, dtype=multi_head.DTYPE).eval()
+    reference = Reference(d_model, n_heads).to(device=DEVICE, dtype=DTYPE).eval()
     with torch.no_grad():
         for parameter in reference.parameters():
             parameter.copy_(fresh.tensor(*parameter.shape) / (d_model**0.5 if parameter.dim() == 2 else 2))
