@@ -159,9 +159,10 @@ print("sqrt(d_model):", f"{math.sqrt(8):.4f}")
 #   $(\sin\theta, \cos\theta)$, and $\sin^2\theta + \cos^2\theta = 1$, so every row has
 #   length exactly $\|PE_\text{pos}\| = \sqrt{D/2}$. It grows like $\sqrt{D}$.
 # - **How the table starts.** The paper shares one matrix between the embedding and
-#   the output projection to the vocabulary (lesson 09). A linear layer is initialised
-#   with entries of variance about $1/D$ (Xavier/Glorot), so an embedding row with $D$
-#   such entries has length about $\sqrt{D \cdot 1/D} = 1$, whatever $D$ is.
+#   the output projection to the vocabulary (lesson 09). A common initialisation for the
+#   weights of a linear layer gives its entries variance $1/D$, one over the number of
+#   inputs (LeCun's rule; the paper does not say which one it used). An embedding row
+#   with $D$ such entries has length about $\sqrt{D \cdot 1/D} = 1$, whatever $D$ is.
 #
 # Unscaled, a token's vector (length 1) would be swamped by its position's vector
 # (length $\sqrt{D/2} = 16$ for $D = 512$): the model would see mostly *where* a word is
@@ -222,20 +223,38 @@ ax.legend()
 ax.set_title("Row lengths: embeddings against positional encoding");
 
 # %% [markdown]
-# Read the blue lines against the black one. With the paper's initialisation the
-# unscaled rows stay at length 1 while the positional rows grow like $\sqrt{D}$; scaled,
-# they run parallel to the positional rows, at a fixed ratio of $\sqrt{2}$, for every
-# $D$.
+# Read the blue lines against the black one. With variance $1/D$ the unscaled rows stay
+# at length 1 while the positional rows grow like $\sqrt{D}$; scaled, they run parallel
+# to the positional rows, at a fixed ratio of $\sqrt{D} / \sqrt{D/2} = \sqrt{2}$, for
+# every $D$.
 #
 # The orange lines are a caution. `nn.Embedding` starts its rows at variance 1, so they
 # already have length $\sqrt{D}$ (the dashed orange line lies on the blue dots), and
-# the scale pushes them to length $D$, far above the positional encoding. Many
-# implementations (this course's reference too) keep the scale with that default
-# initialisation; it still trains, because the model can learn to shrink the table,
-# but the reasoning above is about the paper's setting. The scale and the
-# initialisation belong together: what matters is the ratio between the token's
-# vector and the position's vector.
+# the scale pushes them to length $D$, far above the positional encoding. Your
+# `Embedding` keeps that default, and it still trains, because the model can learn to
+# shrink the table.
 #
+# Another common choice gives a third answer. Glorot's rule (PyTorch's
+# `nn.init.xavier_uniform_`) sets the variance from both sides of the matrix,
+# $2 / (V + D)$ for a $V \times D$ table, so it shrinks as the vocabulary grows. This
+# course's `Transformer` (lesson 09), like The Annotated Transformer, re-initialises
+# every matrix that way, the embedding tables included. Scaled by $\sqrt{D}$, a row then
+# has length $D\sqrt{2/(V+D)}$, and its ratio to the positional row is
+# $2\sqrt{D/(V+D)}$: not $\sqrt{2}$, and not the same for every vocabulary. The scale and
+# the initialisation belong together: what matters is the ratio between the token's
+# vector and the position's vector.
+
+# %%
+d_model = 512
+print("Glorot-initialised table, scaled by sqrt(D), at D = 512:")
+print(f"{'V':>6} {'row / PE row, measured':>23} {'2 sqrt(D / (V + D))':>20}")
+for vocab_size in (1000, 8000, 32000):
+    glorot = nn.init.xavier_uniform_(torch.empty(vocab_size, d_model))
+    measured = (glorot * math.sqrt(d_model)).norm(dim=1).mean() / math.sqrt(d_model / 2)
+    formula = 2 * math.sqrt(d_model / (vocab_size + d_model))
+    print(f"{vocab_size:>6} {float(measured):>23.2f} {formula:>20.2f}")
+
+# %% [markdown]
 # ## What it costs
 #
 # For a batch of $B$ sequences of $T$ tokens:

@@ -175,16 +175,33 @@ for size in (4, 16, 64, 256, 1024):
 #
 # If queries and keys came from the same matrix $W$, the score of position $i$ for
 # $j$ would be $(x_i W)\cdot(x_j W)$, the same as the score of $j$ for $i$: the score
-# matrix would be **symmetric**. Attention could never say "the verb looks at its
-# subject, but the subject does not look at the verb". With two matrices the scores
-# are $x_i W_Q W_K^\top x_j^\top$, and $W_Q W_K^\top$ need not be symmetric.
+# matrix $S = X W W^\top X^\top$ would be **symmetric**. (The weights would not be: the
+# softmax normalises each row on its own. But $i$'s raw preference for $j$ would always
+# equal $j$'s for $i$.) With two matrices the scores are $x_i W_Q W_K^\top x_j^\top$, and
+# $W_Q W_K^\top$ need not be symmetric.
+#
+# The deeper limit is that $S = (XW)(XW)^\top$ is a Gram matrix, **positive
+# semi-definite**: by Cauchy-Schwarz, $S_{ij} \le \sqrt{S_{ii} S_{jj}}$, so no token
+# scores another above the geometric mean of their two scores for themselves,
+# $S_{ii} = \lVert x_i W \rVert^2$ and $S_{jj}$. Every token leans towards itself, and
+# attention would find it hard to say "the verb looks at its subject, not at itself".
+# The cell below counts, over 200 random tokens, how often a token's largest score is its
+# own.
 
 # %%
 w_shared = torch.randn(d_model, d_k)
 scores_shared = (x @ w_shared) @ (x @ w_shared).T
 scores_separate = (x @ w_q) @ (x @ w_k).T
+weights_shared = torch.softmax(scores_shared / math.sqrt(d_k), dim=-1)
 print("shared W:   max |S - S^T| =", f"{(scores_shared - scores_shared.T).abs().max():.2f}")
 print("separate W: max |S - S^T| =", f"{(scores_separate - scores_separate.T).abs().max():.2f}")
+print("shared W:   max |A - A^T| =", f"{(weights_shared - weights_shared.T).abs().max():.2f} (weights)")
+
+tokens = torch.randn(200, d_model, dtype=torch.float64)  # float64: no near-ties to round
+for name, w_left, w_right in (("shared W", w_shared, w_shared), ("separate W", w_q, w_k)):
+    scores = (tokens @ w_left.double()) @ (tokens @ w_right.double()).T
+    own = (scores.argmax(dim=-1) == torch.arange(200)).double().mean()
+    print(f"{name:<11} a token's largest score is its own in {own:.0%} of rows (chance: 0.5%)")
 
 # %% [markdown]
 # ## Dot-product against additive attention
@@ -266,4 +283,4 @@ for length in (256, 512, 1024):
 # | saturation | 饱和 |
 # | additive attention | 加性注意力 |
 # | self-attention / cross-attention | 自注意力 / 交叉注意力 |
-# | quadratic complexity | 平方复杂度 |
+# | quadratic complexity | 二次复杂度 |

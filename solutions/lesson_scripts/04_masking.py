@@ -314,8 +314,10 @@ print(f"[B, T] against {list(square.shape)} broadcasts, but {int((wrong != right
 #   of keys it was told not to see. That is not NaN, but it is silently wrong.
 # - **Half precision.** The largest float16 is 65504. $-10^9$ does not fit:
 #   `masked_fill` refuses it, and a cast turns it into $-\infty$ anyway. Even
-#   `torch.finfo(torch.float16).min` = $-65504$ is fragile: add a slightly negative
-#   score to it and it overflows to $-\infty$.
+#   `torch.finfo(torch.float16).min` = $-65504$ is fragile. Near it, float16 numbers are
+#   32 apart, so adding $-1$ or $-15$ rounds back to $-65504$; but from $-16$ on, the sum
+#   rounds past the largest float16 and overflows to $-\infty$, and a later subtraction
+#   of two such scores gives NaN.
 
 # %%
 row = torch.tensor([1.5, -0.3, 0.8, 2.0])  # four scores of one query
@@ -333,7 +335,8 @@ except RuntimeError as error:
     print("float16 masked_fill(-1e9):", error)
 print("-1e9 cast to float16:", float(torch.tensor(-1e9).half()))
 lowest = torch.tensor(torch.finfo(torch.float16).min, dtype=torch.float16)
-print("float16 min:", float(lowest), "  min + (-100) in float16:", float(lowest - torch.tensor(100.0).half()))
+for step in (1.0, 15.0, 16.0):
+    print(f"float16 min {float(lowest):.0f} - {step:.0f} = {float(lowest - torch.tensor(step).half())}")
 print("fully masked row in float16, -1e9 filled in float32 then cast:",
       torch.softmax(row.masked_fill(~none, -1e9).half().float(), -1).numpy())
 

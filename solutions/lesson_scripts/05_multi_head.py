@@ -337,11 +337,13 @@ for name, parameter in ours.named_parameters():
 # | split / merge heads | $O(1)$ / $O(B T D)$ (a view; merging copies once) | $O(B T D)$ |
 # | scores and weights $\times V$, all heads | $O(B h T^2 d_k) = O(B T^2 D)$ | $O(B h T^2)$ for the weights |
 #
-# For short sequences the projections dominate ($T < D$); for long ones the $T^2$ terms
-# do, and the weights `[B, h, T, T]` become the biggest tensor in the layer. The
-# measurement doubles $T$ at $D = 64$, $h = 4$, each time the median of many calls after
-# a warm-up (the milliseconds depend on your machine; look at the ratio and at the memory
-# column).
+# Counted in multiply-adds per sequence, the four projections take $4 T D^2$ and the two
+# $T^2$ products take $2 T^2 D$ (the counting table above). They are equal at
+# $T = 2D$: for shorter sequences the projections cost more, for longer ones the $T^2$
+# terms do, and the weights `[B, h, T, T]` become the biggest tensor in the layer. The
+# measurement doubles $T$ at $D = 64$, $h = 4$, so the crossover is at $T = 128$; each time
+# is the median of many calls after a warm-up (the milliseconds depend on your machine;
+# look at the ratio and at the memory column).
 
 # %%
 module = MultiHeadAttention(64, 4).eval()
@@ -358,8 +360,8 @@ for length in (64, 128, 256, 512):
 
 # %% [markdown]
 # Each doubling of $T$ quadruples the memory of `self.attn`. The time grows by about 2x
-# per doubling while the projections dominate and by about 4x once the $T^2$ terms do
-# (more when the weights no longer fit in the processor's cache).
+# per doubling while the projections dominate ($T$ below $2D = 128$) and towards 4x once
+# the $T^2$ terms do (more when the weights no longer fit in the processor's cache).
 #
 # ## Summary
 #

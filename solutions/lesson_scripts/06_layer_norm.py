@@ -255,8 +255,10 @@ for size in (4, 16, 64, 512):
 #
 # $\varepsilon$ keeps the division safe when a position's features are (nearly) all equal:
 # then $\sigma^2 = 0$, $x - \mu = 0$, and without $\varepsilon$ the layer computes
-# $0/0 = $ NaN. Adding it **under** the root, $\sqrt{\sigma^2 + \varepsilon}$, is the
-# convention of the paper and of `nn.LayerNorm`. Adding it after the root,
+# $0/0 = $ NaN. The LayerNorm paper (Ba et al., 2016) writes no $\varepsilon$ at all;
+# adding it **under** the root, $\sqrt{\sigma^2 + \varepsilon}$, is the convention of
+# BatchNorm (Ioffe and Szegedy, 2015), which `nn.LayerNorm` and this course follow. Adding it
+# after the root,
 # $\sigma + \varepsilon$, also avoids dividing by zero, but it is a different function:
 #
 # $$\text{std of the output} = \frac{\sigma}{\sqrt{\sigma^2 + \varepsilon}}

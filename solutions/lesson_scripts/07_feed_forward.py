@@ -141,8 +141,10 @@ with torch.no_grad():
 #
 # two linear layers compose into a single linear layer with weight $W_1 W_2$, a
 # $D \times D$ matrix. All the width of the hidden layer buys nothing: $W_1 W_2$ has rank
-# at most $D$, and it is just another linear map, which the attention's output projection
-# could have absorbed. Stacking more linear layers never gets out of this trap. The
+# at most $D$, and the sub-layer is just one more linear map of each position on its own.
+# (The attention's output projection $W^O$ could not simply absorb it: a residual addition
+# and a LayerNorm sit between the two. But the softmax and the norm would be the layer's
+# only non-linear steps.) Stacking more linear layers never gets out of this trap. The
 # experiment builds that single layer from your module's weights and compares.
 
 # %%
@@ -209,8 +211,9 @@ print(f"two LayerNorms 2 * 2*D            = {norms:>9,}  ({norms / total:.1%})")
 
 # %% [markdown]
 # Two thirds of the parameters sit in the feed-forward network. The arithmetic follows
-# them. Per position, the two linear layers cost $2 \cdot D d_{ff}$ multiply-adds each, so
-# $4 D d_{ff} = 16 D^2$ floating-point operations (FLOPs) with $d_{ff} = 4D$. Attention
+# them. Per position, each linear layer costs $D d_{ff}$ multiply-adds, which are
+# $2 D d_{ff}$ floating-point operations (FLOPs: a multiply and an add), so the two cost
+# $4 D d_{ff} = 16 D^2$ FLOPs with $d_{ff} = 4D$. Counted the same way, attention
 # costs $8 D^2$ for its four projections plus $4 T D$ for the scores and the weighted sum,
 # which grows with the sequence length $T$. The feed-forward network does most of the
 # work until $T$ reaches about $2D$ (here $D = 512$):

@@ -145,7 +145,11 @@ arrow((4.95, middle), (DEC - HALF, middle), color="tab:red")
 ax.text(3.75, 7.87, "memory [B, T_src, D]", color="tab:red", fontsize=9.5, ha="center")
 ax.text(5.25, middle + 0.12, "K, V", color="tab:red", fontsize=9)
 ax.text(DEC - 0.12, cross[0] - 0.25, "Q", fontsize=9, ha="right")
-ax.set_title("Encoder-decoder data flow (Post-LN, as in the paper); gray arrows: residual connections");
+ax.set_title(
+    "Encoder-decoder data flow: Post-LN layers as in the paper, plus this course's final LayerNorms\n"
+    "(the paper has none); gray arrows: residual connections",
+    fontsize=10,
+);
 
 # %% [markdown]
 # ## A sub-layer: residual connection and LayerNorm
@@ -356,8 +360,9 @@ hidden_decoder_layer(DecoderLayer, norm_first=True, masked=True)
 # its scale drifts with depth (measured below); the final norm brings the output back to
 # mean 0 and variance 1 before the next stage reads it. In Post-LN the last layer already
 # ends in a norm and the final one only rescales with its own $\gamma$ and $\beta$. The
-# course keeps it in both cases, as PyTorch does when you pass `norm=nn.LayerNorm(D)` to
-# `nn.TransformerEncoder`.
+# paper's Post-LN stacks have no final norm; the course keeps one in both cases, as PyTorch
+# does when you pass `norm=nn.LayerNorm(D)` to `nn.TransformerEncoder`, and as Pre-LN
+# models need.
 #
 # The layers must be **different objects with their own weights**, held in an
 # `nn.ModuleList` so that PyTorch sees their parameters. `nn.ModuleList([layer] * n_layers)`

@@ -389,8 +389,11 @@ hidden_greedy_decode(greedy_decode, with_end=True)
 # %% [markdown]
 # ## Watching a model decode
 #
-# An untrained model predicts nearly uniform distributions. To see what decoding looks
-# like with a model that knows something, we train a tiny Transformer (one layer,
+# An untrained model's predictions have nothing to do with the source. They are not
+# uniform either: in the figure below, the untrained model gives its likeliest token
+# between a third and a half of the probability, where a uniform guess over 10 tokens
+# would give 0.1, because random weights already prefer some tokens. To see what decoding
+# looks like with a model that knows something, we train a tiny Transformer (one layer,
 # $D = 32$) for a few seconds on the simplest task there is: **copy** the source. The
 # vocabulary has 10 tokens: `<pad>` = 0, `<s>` = 1 (start), `</s>` = 2 (end) and seven
 # letters `a` … `g`. The target is `<s>`, the source's letters, `</s>`.
@@ -499,19 +502,24 @@ for length in (8, 16, 32, 64):
 #
 # ## What it costs
 #
-# With $B$ sequences, $N$ layers, model size $D$, feed-forward size $d_\text{ff}$ and
-# target vocabulary $V$:
+# With $B$ sequences, $N$ layers, model size $D$, feed-forward size $d_\text{ff}$, target
+# vocabulary $V$ and a source of $S = T_\text{src}$ positions:
 #
 # | operation | time | memory |
 # |---|---|---|
 # | `Generator` on `[B, T, D]` | $O(B\,T\,D\,V)$ | $O(B\,T\,V)$ for the log-probabilities |
-# | `forward`, one pass over $T$ positions (training) | $O(N\,B\,(T^2 D + T D^2 + T D\, d_\text{ff}))$ | $O(N\,B\,(h T^2 + T D))$ activations |
-# | greedy step $t$ (decoder over $t$ positions, generator on 1) | $O(N\,B\,(t^2 D + t D^2 + t D\, d_\text{ff}) + B\,D\,V)$ | $O(N\,B\,(h t^2 + t D))$ |
-# | `greedy_decode` to length $L$ | $O(N\,B\,(L^3 D + L^2 D^2 + L^2 D\, d_\text{ff}) + B\,L\,D\,V)$ | $O(N\,B\,(h L^2 + L D))$ at the last step |
+# | `encode` (once per source) | $O(N\,B\,(S^2 D + S D^2 + S D\, d_\text{ff}))$ | $O(N\,B\,(h S^2 + S D))$ activations |
+# | `decode`, one pass over $T$ target positions (training) | $O(N\,B\,(T^2 D + T S D + (T + S) D^2 + T D\, d_\text{ff}))$ | $O(N\,B\,(h T^2 + h T S + T D))$ activations |
+# | greedy step $t$ (`decode` over $t$ positions, generator on 1) | $O(N\,B\,(t^2 D + t S D + (t + S) D^2 + t D\, d_\text{ff}) + B\,D\,V)$ | $O(N\,B\,(h t^2 + h t S + t D))$ |
+# | `greedy_decode` to length $L$ (one `encode`, $L - 1$ steps) | $O(N\,B\,(L^3 D + L^2 S D + (L^2 + L S) D^2 + L^2 D\, d_\text{ff}) + B\,L\,D\,V)$ | that of the last step, $t = L$ |
 #
-# The sum over steps turns each term of a single pass into one power of $L$ higher, and
-# the steps cannot run in parallel. This is why inference, not training, is usually the
-# cost that engineers fight (lesson 11).
+# In each row of `decode`, $T^2 D$ is the masked self-attention, $T S D$ the
+# cross-attention reading all $S$ source positions, $T D^2$ the projections of the target
+# positions and $S D^2$ the projection of the memory into the cross-attention's keys and
+# values. In greedy decoding that last term is paid again at every step, although the
+# memory never changes. The sum over steps turns each term of a single pass into one
+# power of $L$ higher, and the steps cannot run in parallel. This is why inference, not
+# training, is usually the cost that engineers fight (lesson 11).
 #
 # ## Summary
 #
@@ -532,7 +540,7 @@ for length in (8, 16, 32, 64):
 # | English | 中文 |
 # |---|---|
 # | output layer / generator | 输出层 / 生成器 |
-# | logit | 对数几率（未归一化分数） |
+# | logit (an unnormalised score) | logit（未归一化的分数） |
 # | softmax / log-softmax | softmax / 对数 softmax |
 # | log-sum-exp | 对数求和指数 |
 # | numerical stability | 数值稳定性 |
