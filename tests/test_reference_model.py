@@ -146,7 +146,9 @@ def test_transformer_matches_torch_stacks_between_the_paper_embeddings():
 
 
 def step_by_step_greedy(model, src, src_mask, max_len, start_symbol, end_symbol=None):
-    """The oracle: at each step run the whole model on the prefix and append the argmax."""
+    """The oracle: at each step run the whole model (forward, not encode and decode) on the prefix
+    and append the argmax. Written apart from the checks' own oracle (checks/greedy.step_by_step,
+    which calls encode and decode), so that the two can disagree."""
     ys = torch.full((src.size(0), 1), start_symbol, dtype=torch.long)  # [B, 1]
     finished = torch.zeros(src.size(0), dtype=torch.bool)
     with torch.no_grad():

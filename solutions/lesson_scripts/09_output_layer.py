@@ -123,7 +123,7 @@ checks.check_generator_large_logits(Generator)
 #
 # A loss of $-\log p_y = +\infty$ (and a gradient of NaN) ruins a training run in one
 # step; that is why the Generator returns log-probabilities and the loss
-# (`F.nll_loss`, or `nn.KLDivLoss` with label smoothing in lesson 10) takes them as they are.
+# (`F.nll_loss`, or the label-smoothed loss of lesson 10) takes them as they are.
 
 # %%
 logits = torch.tensor([1000.0, 0.0, -1000.0], requires_grad=True)
