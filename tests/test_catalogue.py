@@ -49,3 +49,10 @@ def test_a_switch_computes_the_variant_with_its_arguments():
     switches = {e["name"]: e["switch"] for e in core.catalogue_data()["Decoder"]}
     for mistake in core.catalogue("Decoder", variant=lambda stack, **switch: (stack, switch)):
         assert mistake.compute("stack") == ("stack", switches[mistake.name])
+
+
+def test_an_exercise_without_entries_is_refused():
+    with pytest.raises(
+        ValueError, match=r"made_up: no mistakes in .*catalogue \(are its .toml files installed\?\)"
+    ):
+        core.catalogue("made_up", variant=lambda *args, **switch: None)

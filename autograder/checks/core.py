@@ -95,8 +95,11 @@ def catalogue(
     a module computes where is proven complete by tests/test_catalogue.py.
     """
     computes = dict(computes or {})
+    entries = catalogue_data().get(exercise)
+    if not entries:
+        raise ValueError(f"{exercise}: no mistakes in {CATALOGUE_FOLDER} (are its .toml files installed?)")
     mistakes = []
-    for entry in catalogue_data().get(exercise, ()):
+    for entry in entries:
         switch = entry.get("switch")
         if switch is not None and variant is not None:
             mistakes.append(Mistake(entry["name"], entry["hint"], functools.partial(variant, **switch)))
