@@ -35,11 +35,13 @@ def _print_problems(pipeline: Pipeline) -> None:
         print(f"  - {problem.student} / {problem.lesson}: {problem.what}")
 
 
-def demo(workspace: Path, sandbox: Limits | None) -> int:
+def demo(workspace: Path, sandbox: Limits | None, run_everything: bool = False) -> int:
     """The whole pipeline on the bundled sample submissions, in a fresh scratch workspace."""
     start = time.perf_counter()
     shutil.rmtree(workspace, ignore_errors=True)
-    pipeline = Pipeline(workspace, release=workspace / "release", sandbox=sandbox)
+    pipeline = Pipeline(
+        workspace, release=workspace / "release", sandbox=sandbox, run_everything=run_everything
+    )
     names = sorted({p.name for p in SAMPLES.glob("*/*") if p.is_dir()}, key=lessons.LESSON_NAMES.index)
     print(f"Demo workspace: {workspace}\nSample submissions: {SAMPLES}\n")
     pipeline.release(names)
@@ -81,6 +83,12 @@ def main(argv: list[str] | None = None) -> int:
         default=Limits.tasks,
         help="processes and threads per kernel, where cgroups can be made (default: %(default)s)",
     )
+    parser.add_argument(
+        "--run-everything",
+        action="store_true",
+        help="also run the lessons' experiment cells (figures, timings) while grading; they change "
+        "no score, so by default grading skips them",
+    )
     limits.add_argument(
         "--unsafe",
         action="store_true",
@@ -107,8 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     sandbox = None if args.unsafe else Limits(args.memory_gib, args.cpu_s, tasks=args.tasks)
     try:
         if args.step == "demo":
-            return demo(args.into, sandbox)
-        pipeline = Pipeline(args.workspace, sandbox=sandbox)
+            return demo(args.into, sandbox, args.run_everything)
+        pipeline = Pipeline(args.workspace, sandbox=sandbox, run_everything=args.run_everything)
     except SandboxUnavailable as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

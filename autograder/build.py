@@ -5,6 +5,9 @@ A lesson script (``solutions/lesson_scripts/03_attention.py``) is plain text in
 
     # %% [markdown]                      prose (each line starts with "# ")
     # %%                                 code the learner runs but may not change
+    # %% experiment                      the same, but it neither defines nor tests anything
+                                         graded (figures, timings, experiments): grading
+                                         skips it (autograder/grading.py proves it may)
     # %% exercise solutions.attention.scaled_dot_product_attention
                                          the exercise: its definition is copied from
                                          the reference package (the one source)
@@ -33,7 +36,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from autograder import lessons
+from autograder import grading, lessons
 from autograder.nbgrader_config import local_sockets
 
 HEADER = re.compile(r"^# %%(?P<rest>.*)$")
@@ -42,7 +45,7 @@ NBGRADER_SCHEMA = 3
 
 @dataclass
 class CellSpec:
-    kind: str  # "markdown", "code", "exercise" or "test"
+    kind: str  # "markdown", "code", "experiment", "exercise" or "test"
     header: str
     lines: list[str] = field(default_factory=list)
 
@@ -55,8 +58,10 @@ def parse_script(text: str) -> list[CellSpec]:
         if match:
             header = match["rest"].strip()
             kind = "markdown" if header == "[markdown]" else (header.split()[0] if header else "code")
-            if kind not in ("markdown", "code", "exercise", "test"):
-                raise ValueError(f"unknown cell header {line!r}: expected [markdown], exercise or test")
+            if kind not in ("markdown", "code", "experiment", "exercise", "test"):
+                raise ValueError(
+                    f"unknown cell header {line!r}: expected [markdown], experiment, exercise or test"
+                )
             cells.append(CellSpec(kind, header))
         elif cells:
             cells[-1].lines.append(line)
@@ -117,11 +122,13 @@ def build_cells(specs: list[CellSpec]) -> list[nbformat.NotebookNode]:
             grade_id = f"text_{counters['markdown']:02d}"
             cell = nbformat.v4.new_markdown_cell(markdown_source(spec.lines))
             cell.metadata["nbgrader"] = _nbgrader(grade_id)
-        elif spec.kind == "code":
+        elif spec.kind in ("code", "experiment"):
             counters["code"] += 1
             grade_id = f"code_{counters['code']:02d}"
             cell = nbformat.v4.new_code_cell(_strip_blank_edges(spec.lines))
             cell.metadata["nbgrader"] = _nbgrader(grade_id)
+            if spec.kind == "experiment":
+                cell.metadata[grading.COURSE_METADATA] = {"experiment": True}
         elif spec.kind == "exercise":
             grade_id, source = exercise_source(spec.header.split()[1])
             cell = nbformat.v4.new_code_cell(source)

@@ -19,6 +19,7 @@ import nbformat
 
 from autograder import lessons
 
+COURSE_METADATA = "course"  # a cell's own metadata for the course: {"experiment": true}
 HIDDEN_BLOCK = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS\n?", re.S)
 
 
@@ -61,6 +62,19 @@ def table(lesson: str) -> tuple[GradedTest, ...]:
         exercise = exercise_of(lesson, meta["grade_id"])
         rows.append(GradedTest(lesson, meta["grade_id"], exercise, float(meta["points"]), visible, hidden))
     return tuple(rows)
+
+
+@functools.cache
+def experiments(lesson: str) -> frozenset[str]:
+    """The grade_ids of the lesson's experiment cells: locked code cells, marked in the source
+    notebook (never in a submission), that neither define nor test anything graded, so that
+    grading may skip them (tests/test_skipping.py proves it)."""
+    nb = nbformat.read(lessons.source_path(lesson), as_version=4)
+    return frozenset(
+        cell.metadata.nbgrader["grade_id"]
+        for cell in nb.cells
+        if cell.metadata.get(COURSE_METADATA, {}).get("experiment") and cell.metadata.nbgrader.get("locked")
+    )
 
 
 @functools.cache

@@ -84,12 +84,14 @@ def course_config(
     source: Path = SOURCE,
     cell_timeout_s: int = CELL_TIMEOUT_S,
     sandbox: Limits | None = None,
+    run_everything: bool = False,
 ) -> Config:
     """nbgrader config whose gradebook, submissions and feedback live in ``workspace``.
 
     The source notebooks and the released course stay in the repository; the
     grading workspace is outside the tracked tree. With ``sandbox``, grading kernels
-    run in the sandbox with those limits.
+    run in the sandbox with those limits. With ``run_everything``, grading runs the lessons'
+    experiment cells too (by default it skips them: they change no score).
     """
     c = Config()
     c.CourseDirectory.course_id = COURSE_ID
@@ -102,6 +104,7 @@ def course_config(
     c.Execute.kernel_name = "python3"
     c.merge(local_sockets())
     c.merge(executed_by(CourseExecute) if sandbox is None else sandboxed(workspace, sandbox))
+    c.CourseExecute.skip_experiments = not run_everything
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     c.ClearOutput.remove_metadata_fields = ["collapsed", "scrolled", "execution"]
     # A deleted or edited test cell comes back from the source before grading.

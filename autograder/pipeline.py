@@ -103,6 +103,7 @@ class Pipeline:
         log=print,
         cell_timeout_s: int = CELL_TIMEOUT_S,
         sandbox: Limits | None = Limits(),  # noqa: B008 (frozen: one shared default is safe)
+        run_everything: bool = False,
     ):
         if sandbox is not None and (reason := sandbox_problem()) is not None:
             raise SandboxUnavailable(
@@ -119,7 +120,11 @@ class Pipeline:
         self.sandbox = sandbox
         self.api = NbGraderAPI(
             config=course_config(
-                self.workspace, release=release, cell_timeout_s=cell_timeout_s, sandbox=sandbox
+                self.workspace,
+                release=release,
+                cell_timeout_s=cell_timeout_s,
+                sandbox=sandbox,
+                run_everything=run_everything,
             )
         )
         # nbgrader logs to the shared "traitlets" logger: nothing of it reaches the terminal (each

@@ -32,11 +32,12 @@ from jupyter_core.paths import jupyter_runtime_dir
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
+from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
-from traitlets import Float, Integer, List, Unicode
+from traitlets import Bool, Float, Integer, List, Unicode
 
-from autograder.grading import is_test_cell
-from autograder.lessons import ROOT
+from autograder.grading import experiments, is_test_cell
+from autograder.lessons import EXERCISES, ROOT, source_path
 
 INSTALL_HINT = "install it (Debian and Ubuntu: `apt-get install bubblewrap`)"
 
@@ -239,10 +240,22 @@ def describe(cell: NotebookNode, index: int) -> str:
     return f"cell {meta['grade_id']}" if meta else f"cell {index + 1} (added by the learner)"
 
 
+SKIPPED_NOTE = "(Not run while grading: this cell neither defines nor tests anything graded.)\n"
+
+
 class CourseExecute(Execute):
     """nbgrader's Execute step; when the kernel dies, the error says in which cell; right after
     each test cell, the independent judge (autograder/judge.py) runs it again outside the
-    kernel, and a test cell that passed only inside it is failed with the judge's reason."""
+    kernel, and a test cell that passed only inside it is failed with the judge's reason.
+    The lesson's experiment cells (figures, timings) are skipped, as the source notebook marks
+    them (grading.experiments); a learner's own cells always run."""
+
+    skip_experiments = Bool(True, help="Skip the lesson's experiment cells while grading.").tag(config=True)
+
+    def _skipped(self, resources) -> frozenset[str]:
+        lesson = (resources or {}).get("nbgrader", {}).get("assignment")
+        known = lesson in EXERCISES and source_path(lesson).exists()
+        return experiments(lesson) if self.skip_experiments and known else frozenset()
 
     def preprocess(self, nb, resources=None, km=None):
         # nbconvert's ExecutePreprocessor.preprocess, with the judge while the kernel is up
@@ -256,9 +269,15 @@ class CourseExecute(Execute):
             info = self.wait_for_reply(self.kc.kernel_info())
             self.nb.metadata["language_info"] = info["content"]["language_info"]
             self._judge = judge.for_notebook(self, resources)
+            skipped = self._skipped(resources)
             try:
                 for index, cell in enumerate(self.nb.cells):
+                    if cell.metadata.get("nbgrader", {}).get("grade_id") in skipped:
+                        cell.outputs = [new_output("stream", name="stdout", text=SKIPPED_NOTE)]
+                        continue
                     self.preprocess_cell(cell, resources, index)
+                    if self._exited_in:  # the kernel stops a moment after exit(): stop here, not in a race
+                        raise GradingStopped(f"the kernel exited after exit() in {self._exited_in}")
                     if self._judge is not None and is_test_cell(cell):
                         self._judge.cell(cell)
             finally:

@@ -73,7 +73,7 @@ print("module == one-hot matmul:", torch.allclose(by_module, by_matmul))
 # thing: only the rows that were used receive a gradient. A batch that mentions 7 of
 # 10 tokens updates 7 rows of the table; the other rows are not touched.
 
-# %%
+# %% experiment
 by_module.sum().backward()
 rows_with_gradient = table.weight.grad.abs().sum(dim=1).nonzero().flatten()
 print("tokens in the batch:    ", sorted(set(tokens.flatten().tolist())))
@@ -135,7 +135,7 @@ hidden_embedding(Embedding)
 # appears ("the" at positions 0 and 4): an embedding knows *which* token it sees, not
 # *where*. Lesson 02 adds the position.
 
-# %%
+# %% experiment
 vocab = ["<pad>", "the", "cat", "sat", "on", "mat", "dog", "ran"]
 sentence = ["the", "cat", "sat", "on", "the", "mat"]
 ids = torch.tensor([[vocab.index(word) for word in sentence]])  # [1, T]
@@ -178,7 +178,7 @@ print("sqrt(d_model):", f"{math.sqrt(8):.4f}")
 # $1/D$) and for `nn.Embedding`'s default (variance 1).
 
 
-# %%
+# %% experiment
 def positional_rows(length, size):
     """The sinusoidal table of lesson 02, written out in three lines: [length, size]."""
     angle = torch.arange(length)[:, None] * torch.exp(torch.arange(0, size, 2) * (-math.log(1e4) / size))
@@ -204,7 +204,7 @@ for size in sizes:
         norms[name].append(float(value))
     print(f"{size:>5} " + " ".join(f"{float(v):>{w}.1f}" for v, w in zip(row, (6, 9, 7, 7, 7), strict=True)))
 
-# %%
+# %% experiment
 fig, ax = plt.subplots(figsize=(6.5, 4))
 styles = {
     "PE": "k-",
@@ -244,7 +244,7 @@ ax.set_title("Row lengths: embeddings against positional encoding");
 # the initialisation belong together: what matters is the ratio between the token's
 # vector and the position's vector.
 
-# %%
+# %% experiment
 d_model = 512
 print("Glorot-initialised table, scaled by sqrt(D), at D = 512:")
 print(f"{'V':>6} {'row / PE row, measured':>23} {'2 sqrt(D / (V + D))':>20}")
@@ -273,7 +273,7 @@ for vocab_size in (1000, 8000, 32000):
 # be the same as another machine's, but the one-hot product comes out many times slower
 # on any of them, because it multiplies by $V$ zeros for every token.
 
-# %%
+# %% experiment
 print(f"parameters of a 37000 x 512 table: {37000 * 512 / 1e6:.1f} million")
 vocab_size, d_model = 8000, 256
 table = nn.Embedding(vocab_size, d_model).requires_grad_(False)

@@ -234,7 +234,7 @@ print(f"sum_i cos(k w_i)  = {float(torch.cos(shift * frequency).sum()):.4f}")
 # 500000): float16 cannot even hold 500000 (its largest value is 65504), so the power
 # forms break, while the exp/log form never needs the base itself.
 
-# %%
+# %% experiment
 size = 64
 two_i = torch.arange(0, size, 2)
 for base, dtype in ((10000.0, torch.float32), (10000.0, torch.float16), (500000.0, torch.float16)):
@@ -323,7 +323,7 @@ hidden_positional_encoding_length_and_dropout(PositionalEncoding)
 #
 # The table is in the `state_dict` and follows `.to()`, but an optimizer never sees it.
 
-# %%
+# %% experiment
 encoding = PositionalEncoding(d_model, max_len=50)
 print("parameters:", [name for name, _ in encoding.named_parameters()])
 print("buffers:   ", [(name, list(buffer.shape)) for name, buffer in encoding.named_buffers()])
@@ -339,7 +339,7 @@ encoding = encoding.float()
 # Shuffling the input now changes each output too: the identity of the first experiment no
 # longer holds.
 
-# %%
+# %% experiment
 with torch.no_grad():
     out_1 = self_attention(encoding(embed(dog_bites_man)))
     out_2 = self_attention(encoding(embed(man_bites_dog)))
@@ -363,7 +363,7 @@ with torch.no_grad():
 # after a warm-up, on one CPU thread; the milliseconds depend on your machine, and the
 # ratio between two rows, close to 2, much less.
 
-# %%
+# %% experiment
 build = median_seconds(PositionalEncoding, 512, 5000)
 big = PositionalEncoding(512, max_len=5000)
 mebibytes = big.pe.numel() * big.pe.element_size() / 2**20

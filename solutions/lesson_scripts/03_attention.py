@@ -123,7 +123,7 @@ checks.check_attention_fully_masked(scaled_dot_product_attention)
 # panel adds a causal mask (lesson 04): each word may look only at itself and the words
 # before it, and the upper triangle becomes exactly 0.
 
-# %%
+# %% experiment
 words = ["the", "cat", "sat", "on", "the", "mat"]
 d_model, d_k = 16, 8
 x = torch.randn(len(words), d_model)  # one embedding per word: [T, D]
@@ -155,7 +155,7 @@ fig.colorbar(image, ax=axes, shrink=0.8);
 # by $\sqrt{d_k}$ keeps the scores at unit variance for every head size. The
 # experiment measures both.
 
-# %%
+# %% experiment
 print(f"{'d_k':>5} {'var(q.k)':>10} {'var scaled':>11} {'max weight':>11} {'max scaled':>11}")
 for size in (4, 16, 64, 256, 1024):
     qs, ks = torch.randn(2000, size), torch.randn(2000, size)
@@ -188,7 +188,7 @@ for size in (4, 16, 64, 256, 1024):
 # The cell below counts, over 200 random tokens, how often a token's largest score is its
 # own.
 
-# %%
+# %% experiment
 w_shared = torch.randn(d_model, d_k)
 scores_shared = (x @ w_shared) @ (x @ w_shared).T
 scores_separate = (x @ w_q) @ (x @ w_k).T
@@ -215,7 +215,7 @@ for name, w_left, w_right in (("shared W", w_shared, w_shared), ("separate W", w
 # saturation above, with the $1/\sqrt{d_k}$ scale.
 
 
-# %%
+# %% experiment
 def additive_scores(q, k, w1, w2, w):
     return torch.tanh((q @ w1)[:, None, :] + (k @ w2)[None, :, :]) @ w  # [T_q, T_k, d] -> [T_q, T_k]
 
@@ -248,7 +248,7 @@ for name, score in (
 # larger score matrix no longer fits in the processor's caches) or a little below (fixed
 # costs per call weigh more at the small size).
 
-# %%
+# %% experiment
 previous = None
 for length in (256, 512, 1024):
     qt, kt, vt = (torch.randn(4, length, 64) for _ in range(3))

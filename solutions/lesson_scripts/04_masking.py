@@ -185,7 +185,7 @@ hidden_decoder_mask(decoder_mask)
 # dropped): each row is a sentence, each cell a token. Blue cells may be attended to,
 # grey ones (the pads) may not.
 
-# %%
+# %% experiment
 allowed = ListedColormap(["#d9d9d9", "#3182bd"])  # False: grey (blocked), True: blue (may attend)
 legend = [Patch(color="#3182bd", label="True: may attend"), Patch(color="#d9d9d9", label="False: blocked")]
 
@@ -209,7 +209,7 @@ ax.set_title(f"padding_mask(tokens, pad_id={PAD}): shape [B, 1, 1, T] = {list(pa
 # tokens before them. Their outputs are meaningless, but harmless: nothing attends to
 # them as keys, and the loss (lesson 10) ignores them.
 
-# %%
+# %% experiment
 causal = causal_mask(T)  # [T, T]
 dec = decoder_mask(tokens, PAD)  # [B, 1, T, T]
 fig, axes = plt.subplots(len(sentences), 3, figsize=(11, 11), constrained_layout=True)
@@ -250,7 +250,7 @@ fig.legend(handles=legend, loc="outside lower center", ncols=2);
 # change the embedding of a future token, then the embeddings at the pad positions, and
 # see which query outputs move.
 
-# %%
+# %% experiment
 x = torch.randn(len(sentences), 1, T, 8)  # one head, an embedding of size 8 per token: [B, h=1, T, d_k]
 out, _ = scaled_dot_product_attention(x, x, x, dec)
 
@@ -280,7 +280,7 @@ print("pads changed: largest change at a real token's query:", float((out_pads -
 # shape `[B, T]` lines its `B` up with `T_q`: with luck that is an error, without luck
 # (`B == T_q`) it broadcasts silently into the wrong mask.
 
-# %%
+# %% experiment
 B, h, T_q = len(sentences), 4, 5  # 4 heads, 5 target (query) positions, T_k = T = 7 source keys
 cross_scores = torch.zeros(B, h, T_q, T)  # [B, h, T_q, T_k]
 self_scores = torch.zeros(B, h, T, T)  # [B, h, T, T]
@@ -319,7 +319,7 @@ print(f"[B, T] against {list(square.shape)} broadcasts, but {int((wrong != right
 #   rounds past the largest float16 and overflows to $-\infty$, and a later subtraction
 #   of two such scores gives NaN.
 
-# %%
+# %% experiment
 row = torch.tensor([1.5, -0.3, 0.8, 2.0])  # four scores of one query
 some = torch.tensor([True, True, False, False])  # the last two keys masked
 none = torch.zeros(4, dtype=torch.bool)  # every key masked
@@ -362,7 +362,7 @@ print("fully masked row in float16, -1e9 filled in float32 then cast:",
 # layers of attention, once with a naive softmax and once with the lesson-03 function.
 
 
-# %%
+# %% experiment
 def naive_attention(q, k, v, mask):
     """Lesson 03 without the last step: a fully masked row stays NaN."""
     scores = (q @ k.transpose(-2, -1) / q.size(-1) ** 0.5).masked_fill(~mask, float("-inf"))
@@ -402,7 +402,7 @@ for name, attend in (("naive", naive_attention), ("lesson 03", lesson_03_attenti
 # of a batch of 32 sentences of length 256, once and then once per layer, each timed as
 # the median of many calls after a warm-up: expect close to 6x.
 
-# %%
+# %% experiment
 n_layers, batch, length = 6, 32, 256
 big = torch.randint(2, len(vocab), (batch, length))
 big[torch.arange(length) >= torch.randint(length // 2, length + 1, (batch, 1))] = PAD
@@ -438,7 +438,7 @@ print("cached causal mask sliced to T:", torch.equal(cached[:length, :length], c
 # what to look at, and for masks this small it often stays below 4, because a fixed cost
 # per call weighs as much as the $T^2$ entries.
 
-# %%
+# %% experiment
 previous = None
 for length in (256, 512, 1024):
     sample = torch.randint(2, len(vocab), (8, length))

@@ -137,7 +137,7 @@ checks.check_merge_heads_round_trip(merge_heads)
 # To see it, fill a tensor with labels: the entry for position $t$ and feature $f$ holds
 # $100\,t + f$, so the hundreds digit is the position.
 
-# %%
+# %% experiment
 T_demo, D_demo, h_demo = 4, 6, 2
 labels = (100 * torch.arange(T_demo)[:, None] + torch.arange(D_demo)).reshape(1, T_demo, D_demo)
 print("x[0] (row = position, 100*t + f):")
@@ -159,7 +159,7 @@ print(labels.view(1, h_demo, T_demo, D_demo // h_demo)[0])
 # The same holds in reverse for merging: transpose back first, then view. And the
 # `.contiguous()` is needed because a transposed tensor reads memory with jumps:
 
-# %%
+# %% experiment
 heads = torch.randn(2, 3, 5, 4)  # [B, h, T, d_k], as attention returns it
 moved = heads.transpose(1, 2)  # [B, T, h, d_k]
 print("contiguous after transpose:", moved.is_contiguous(), "| strides:", moved.stride())
@@ -229,7 +229,7 @@ checks.check_mha_attn(MultiHeadAttention)
 # random maps are not all nearly uniform.) The causal mask of lesson 04 is applied, so
 # every map is zero above the diagonal.
 
-# %%
+# %% experiment
 torch.manual_seed(0)
 words = ["the", "cat", "sat", "on", "the", "mat"]
 d_model, n_heads = 16, 4
@@ -254,7 +254,7 @@ fig.colorbar(image, ax=axes, shrink=0.8);
 # %% [markdown]
 # Which key each query looks at most, head by head (a column per head):
 
-# %%
+# %% experiment
 favourite = maps.argmax(dim=-1)  # [h, T]
 print("query   " + "  ".join(f"head {head}" for head in range(n_heads)))
 for t, word in enumerate(words):
@@ -290,7 +290,7 @@ for t, word in enumerate(words):
 # with $h$ while the arithmetic stays the same.
 
 
-# %%
+# %% experiment
 D_cost, T_cost = 128, 128
 x_cost = torch.randn(4, T_cost, D_cost)
 print(f"{'h':>3} {'d_k':>4} {'parameters':>11} {'score mult-adds':>16} {'time':>9}")
@@ -315,7 +315,7 @@ for h_cost in (1, 2, 4, 8):
 # `nn.MultiheadAttention` holds exactly as many (its `in_proj_weight` is our three
 # matrices stacked).
 
-# %%
+# %% experiment
 D_base, h_base = 512, 8
 ours = MultiHeadAttention(D_base, h_base)
 counted = sum(p.numel() for p in ours.parameters())
@@ -345,7 +345,7 @@ for name, parameter in ours.named_parameters():
 # is the median of many calls after a warm-up (the milliseconds depend on your machine;
 # look at the ratio and at the memory column).
 
-# %%
+# %% experiment
 module = MultiHeadAttention(64, 4).eval()
 previous = None
 for length in (64, 128, 256, 512):

@@ -120,7 +120,7 @@ hidden_layer_norm(LayerNorm, shifted=True)
 # $\beta = 0$) all four lie on top of each other: centred at 0 with spread 1, whatever they
 # looked like before.
 
-# %%
+# %% experiment
 D = 512
 centres, spreads = [-6.0, 0.0, 3.0, 10.0], [0.5, 1.0, 3.0, 6.0]
 x = torch.stack([c + s * torch.randn(D) for c, s in zip(centres, spreads, strict=True)])  # [T=4, D]
@@ -165,7 +165,7 @@ fig.tight_layout();
 # with normalizing it alone (BatchNorm here in training mode, the way it normalizes with
 # the batch's own statistics).
 
-# %%
+# %% experiment
 T, D = 6, 32
 layer_norm = LayerNorm(D)
 sentence = torch.randn(1, T, D)  # the sentence we follow: [1, T, D]
@@ -203,7 +203,7 @@ with torch.no_grad():
 # features have their own offsets and scales, then for the same inputs with every position
 # also given its own random size.
 
-# %%
+# %% experiment
 D, N = 256, 2000
 feature_mean, feature_std = 2 * torch.randn(D), 0.5 + 2 * torch.rand(D)
 inputs = {
@@ -238,7 +238,7 @@ for name, x in inputs.items():
 # `((x - mean) ** 2).mean(-1)`. With $D - 1$ the output's variance is $(D - 1)/D$, wrong by a
 # lot for small $D$ and by a little, but still wrong, for large $D$.
 
-# %%
+# %% experiment
 print(f"{'D':>5} {'var of output, D':>17} {'var of output, D-1':>19} {'max |diff| vs nn.LayerNorm':>27}")
 for size in (4, 16, 64, 512):
     x = torch.randn(100, size)
@@ -270,7 +270,7 @@ for size in (4, 16, 64, 512):
 # difference is plain to see. The experiment compares your module with $\varepsilon = 0.1$,
 # `nn.LayerNorm(eps=0.1)`, and $\varepsilon$ outside the root, for inputs of several spreads.
 
-# %%
+# %% experiment
 D, eps = 256, 0.1
 ours, theirs = LayerNorm(D, eps=eps), nn.LayerNorm(D, eps=eps)
 print(f"{'input std':>9} {'yours':>7} {'nn.LayerNorm':>13} {'eps outside':>12}   (std of the output)")
@@ -288,7 +288,7 @@ for spread in (0.1, 0.3, 1.0, 3.0):
 # $\varepsilon$ outside the root sends an infinite factor into the backward pass (multiplied
 # by a zero, it becomes NaN), while $\sqrt{\sigma^2 + \varepsilon}$ stays finite.
 
-# %%
+# %% experiment
 constant = torch.full((1, 8), 3.0)  # a position whose features are all equal: var = 0
 for name, forward in (
     ("eps inside the root", lambda centred, var: centred / (var + 1e-5).sqrt()),
@@ -312,7 +312,7 @@ for name, forward in (
 # $\pm 10^5$ in float64; in float32, the usual training precision, a mean in the
 # thousands is already enough, as the experiment shows.
 
-# %%
+# %% experiment
 print(f"{'row mean':>9} {'true var':>9} {'mean((x-mu)^2)':>15} {'mean(x^2)-mu^2':>15}   (float32)")
 for centre in (0.0, 100.0, 1000.0, 10000.0):
     x = centre + torch.randn(2, 64)  # spread 1 around the centre, in float32
@@ -342,7 +342,7 @@ for centre in (0.0, 100.0, 1000.0, 10000.0):
 # (8 MiB at $T = 1024$) outgrow the processor's caches, each of its passes over them costs
 # more.
 
-# %%
+# %% experiment
 norm = LayerNorm(256)
 previous = None
 with torch.no_grad():

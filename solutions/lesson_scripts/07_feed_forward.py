@@ -120,7 +120,7 @@ hidden_bad_activation(PositionwiseFeedForward)
 # the output the same way, and changing the input at one position changes the output at
 # that position only.
 
-# %%
+# %% experiment
 ffn = PositionwiseFeedForward(16, 64).double()  # float64, so rounding cannot blur the comparison
 x = torch.randn(1, 6, 16, dtype=torch.float64)  # [B=1, T=6, D=16]
 order = torch.randperm(6)
@@ -147,7 +147,7 @@ with torch.no_grad():
 # only non-linear steps.) Stacking more linear layers never gets out of this trap. The
 # experiment builds that single layer from your module's weights and compares.
 
-# %%
+# %% experiment
 D, d_ff = 16, 64
 ffn = PositionwiseFeedForward(D, d_ff).double()  # float64: the difference below is pure rounding
 x = torch.randn(4, 10, D, dtype=torch.float64)
@@ -168,7 +168,7 @@ with torch.no_grad():
 # $d_{ff} = 2$ hidden units, a ReLU network computes $|x| = \max(0, x) + \max(0, -x)$
 # exactly, a function that no linear map comes close to.
 
-# %%
+# %% experiment
 absolute = PositionwiseFeedForward(1, 2)
 with torch.no_grad():
     absolute.linear1.weight.copy_(torch.tensor([[1.0], [-1.0]]))  # h = (relu(x), relu(-x))
@@ -193,7 +193,7 @@ with torch.no_grad():
 # back), at a cost that grows linearly with $d_{ff}$. Count the parameters of one encoder
 # layer with $D = 512$ and $h = 8$:
 
-# %%
+# %% experiment
 D, heads = 512, 8
 
 
@@ -218,7 +218,7 @@ print(f"two LayerNorms 2 * 2*D            = {norms:>9,}  ({norms / total:.1%})")
 # which grows with the sequence length $T$. The feed-forward network does most of the
 # work until $T$ reaches about $2D$ (here $D = 512$):
 
-# %%
+# %% experiment
 print(f"{'T':>6} {'FFN 16 D^2':>12} {'attention 8 D^2 + 4 T D':>24} {'FFN share':>10}   (FLOPs per position)")
 for length in (128, 512, 1024, 2048, 4096):
     ffn_flops, attention_flops = 16 * D * D, 8 * D * D + 4 * length * D
@@ -229,7 +229,7 @@ for length in (128, 512, 1024, 2048, 4096):
 # Inside the feed-forward network the two matrix products take almost all the time; the
 # activation touches each hidden value once and is cheap. Measured on one batch:
 
-# %%
+# %% experiment
 ffn = PositionwiseFeedForward(256, 1024)
 x = torch.randn(4, 128, 256)
 with torch.no_grad():
@@ -262,7 +262,7 @@ for name, seconds in times.items():
 # less than $10^{-3}$, which is invisible in a plot but not in a float64 check: that is
 # why the checks can tell them apart.
 
-# %%
+# %% experiment
 z = torch.linspace(-4, 4, 401, requires_grad=True)
 curves = {
     "ReLU": F.relu,
@@ -285,7 +285,7 @@ for ax in axes:
     ax.legend()
 fig.tight_layout();
 
-# %%
+# %% experiment
 with torch.no_grad():
     # in float64, and over z >= 0 only: the gap is the same at z and -z (both curves satisfy
     # f(z) - f(-z) = z), so on the whole grid its largest value is a tie between two points
@@ -323,7 +323,7 @@ for activation in ("relu", "gelu"):
 # of the input, and in training it is kept for the backward pass. Doubling $T$ should
 # about double the time:
 
-# %%
+# %% experiment
 ffn = PositionwiseFeedForward(256, 1024)
 previous = None
 with torch.no_grad():

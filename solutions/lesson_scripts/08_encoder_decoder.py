@@ -49,7 +49,7 @@ print("device:", DEVICE.type)
 # it and is added to its output before the LayerNorm ("Add & Norm").
 
 
-# %%
+# %% experiment
 COLORS = {
     "emb": "#f8cecc",
     "attn": "#fde2b8",
@@ -425,7 +425,7 @@ hidden_decoder(Decoder)
 # residual form $x + F(\mathrm{LN}(x))$.
 
 
-# %%
+# %% experiment
 def first_layer_gradient(depth, wiring, d_model=16, d_ff=64):
     """Gradient norm of the first block's weights in a stack of `depth` feed-forward blocks."""
     torch.manual_seed(1)
@@ -471,7 +471,7 @@ for depth in (1, 4, 16, 48):
 # deviation of the residual stream before the final norm.
 
 
-# %%
+# %% experiment
 def post_and_pre(depth):
     """[first-layer grad, last-layer grad, residual std] for Post-LN, then for Pre-LN."""
     row = []
@@ -507,7 +507,7 @@ for depth in (2, 8, 24):
 # $0..i$. The experiment changes the input at position 3 of a 6-token target and reports
 # which output positions moved, with and without the mask.
 
-# %%
+# %% experiment
 torch.manual_seed(0)
 layer = DecoderLayer(16, 4, 32).double().eval()
 y = torch.randn(2, 6, 16, dtype=torch.float64)  # the decoder's input, T_tgt = 6
@@ -535,7 +535,7 @@ print("largest weight above the diagonal:", layer.self_attn.attn.triu(diagonal=1
 # weights: one row per target position, one column per source position, every row a
 # distribution over the real source tokens.
 
-# %%
+# %% experiment
 src_tokens = torch.tensor([[5, 8, 3, 9, 4, 7, 6, 2, 2], [6, 3, 9, 2, 0, 0, 0, 0, 0]])  # 0 = padding
 src_mask = padding_mask(src_tokens, pad_id=0)  # [B, 1, 1, T_src]
 with torch.no_grad():
@@ -568,7 +568,7 @@ print("output:", list(out.shape), "= [B, T_tgt, D]: one vector per target positi
 # forcing**: every position learns from a correct history, and all positions are computed
 # in one pass, because the causal mask already stops each one from seeing its label.
 
-# %%
+# %% experiment
 tgt = torch.tensor([[1, 11, 12, 13, 14, 2], [1, 15, 16, 2, 0, 0]])  # 1 = <bos>, 2 = <eos>, 0 = padding
 decoder_input, labels = tgt[:, :-1], tgt[:, 1:]
 print("decoder input:", decoder_input.tolist())
@@ -586,7 +586,7 @@ for row in decoder_mask(decoder_input, pad_id=0)[1, 0]:
 # give exactly the same vectors, which the experiment checks with your `Decoder`: it runs
 # once on the full sequence, then once per prefix, keeping the last position of each call.
 
-# %%
+# %% experiment
 torch.manual_seed(0)
 encoder = Encoder(32, 4, 64, n_layers=2).double().eval()
 decoder = Decoder(32, 4, 64, n_layers=2).double().eval()
@@ -642,7 +642,7 @@ print(f"one pass: {parallel_ms:.1f} ms, step by step: {serial_ms:.1f} ms")
 # $4(D^2 + D)$ in attention, $2 D\,d_{ff} + d_{ff} + D$ in the feed-forward network and
 # $4D$ in its two norms; a decoder layer has a second attention and a third norm.
 
-# %%
+# %% experiment
 D_base, h_base, d_ff_base = 512, 8, 2048
 attention_params = 4 * (D_base**2 + D_base)
 ffn_params = 2 * D_base * d_ff_base + d_ff_base + D_base

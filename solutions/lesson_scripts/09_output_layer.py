@@ -125,7 +125,7 @@ checks.check_generator_large_logits(Generator)
 # step; that is why the Generator returns log-probabilities and the loss
 # (`F.nll_loss`, or the label-smoothed loss of lesson 10) takes them as they are.
 
-# %%
+# %% experiment
 logits = torch.tensor([1000.0, 0.0, -1000.0], requires_grad=True)
 naive = logits.exp() / logits.exp().sum()
 stable = torch.softmax(logits, dim=-1)
@@ -156,7 +156,7 @@ for name, log_probs in (
 # the same Generator feeds the loss, and because sampling and beam search (which compare
 # probabilities across steps) need real log-probabilities.
 
-# %%
+# %% experiment
 torch.manual_seed(1)
 output_layer = Generator(8, 10)
 states = torch.randn(4, 8)  # four decoder states [B, D]
@@ -285,7 +285,7 @@ hidden_transformer(Transformer)
 # a shared vocabulary of about 37 000 tokens).
 
 
-# %%
+# %% experiment
 def formula(src_vocab, tgt_vocab, d_model, d_ff, n_layers):
     attention = 4 * (d_model * d_model + d_model)
     ffn = 2 * d_model * d_ff + d_ff + d_model
@@ -401,7 +401,7 @@ hidden_greedy_decode(greedy_decode, with_end=True)
 # Training uses teacher forcing: the decoder reads the target without its last token and
 # must predict the target without its first token, every position at once.
 
-# %%
+# %% experiment
 PAD, START, END = 0, 1, 2
 VOCAB = ["<pad>", "<s>", "</s>", "a", "b", "c", "d", "e", "f", "g"]
 torch.manual_seed(0)
@@ -432,7 +432,7 @@ copier.eval();
 # token in orange). Top row: the untrained model; bottom row: after a few seconds of
 # training. Both rows are given the same prefixes, the trained model's greedy output.
 
-# %%
+# %% experiment
 source = torch.tensor([[5, 3, 8, 8, 7]])  # c a f f e
 source_mask = padding_mask(source, PAD)
 for model, label in ((untrained, "untrained"), (copier, "trained")):
@@ -476,7 +476,7 @@ fig.tight_layout();
 # untrained model (no `end_symbol`, so every row runs to `max_len`) against one
 # teacher-forced pass over a target of the same length.
 
-# %%
+# %% experiment
 torch.manual_seed(2)
 timing_model = Transformer(10, 10, d_model=32, n_heads=2, d_ff=64, n_layers=2, dropout=0.0).eval()
 source = torch.randint(3, 10, (8, 10))  # [B, T_src]
