@@ -7,7 +7,7 @@ A lesson script (``solutions/lesson_scripts/03_attention.py``) is plain text in
     # %%                                 code the learner runs but may not change
     # %% experiment                      the same, but it neither defines nor tests anything
                                          graded (figures, timings, experiments): grading
-                                         skips it (autograder/grading.py proves it may)
+                                         skips it (tests/test_skipping.py proves it may)
     # %% exercise solutions.attention.scaled_dot_product_attention
                                          the exercise: its definition is copied from
                                          the reference package (the one source)

@@ -36,6 +36,19 @@ class GradedTest:
     hidden: str
 
 
+def lesson_of(resources: dict | None) -> str | None:
+    """The lesson that nbgrader is grading (from its resources), or None for a notebook that is
+    no lesson of the course or whose source notebook is missing."""
+    lesson = (resources or {}).get("nbgrader", {}).get("assignment")
+    return lesson if lesson in lessons.EXERCISES and lessons.source_path(lesson).exists() else None
+
+
+@functools.cache
+def _source(lesson: str) -> nbformat.NotebookNode:
+    """The lesson's source notebook (the instructor's copy, never a submission), read once."""
+    return nbformat.read(lessons.source_path(lesson), as_version=4)
+
+
 def is_test_cell(cell: nbformat.NotebookNode) -> bool:
     """A graded code cell that is not a solution: a test cell."""
     meta = cell.metadata.get("nbgrader", {})
@@ -53,9 +66,8 @@ def exercise_of(lesson: str, grade_id: str) -> str:
 @functools.cache
 def table(lesson: str) -> tuple[GradedTest, ...]:
     """The lesson's test cells, in notebook order."""
-    nb = nbformat.read(lessons.source_path(lesson), as_version=4)
     rows = []
-    for cell in filter(is_test_cell, nb.cells):
+    for cell in filter(is_test_cell, _source(lesson).cells):
         meta = cell.metadata.nbgrader
         hidden = "".join(HIDDEN_BLOCK.findall(cell.source)).strip()
         visible = HIDDEN_BLOCK.sub("", cell.source).strip()
@@ -69,10 +81,9 @@ def experiments(lesson: str) -> frozenset[str]:
     """The grade_ids of the lesson's experiment cells: locked code cells, marked in the source
     notebook (never in a submission), that neither define nor test anything graded, so that
     grading may skip them (tests/test_skipping.py proves it)."""
-    nb = nbformat.read(lessons.source_path(lesson), as_version=4)
     return frozenset(
         cell.metadata.nbgrader["grade_id"]
-        for cell in nb.cells
+        for cell in _source(lesson).cells
         if cell.metadata.get(COURSE_METADATA, {}).get("experiment") and cell.metadata.nbgrader.get("locked")
     )
 
@@ -85,8 +96,7 @@ def grading_imports(lesson: str) -> dict:
     (the instructor's copy, never a submission), for modules of the ``autograder`` package.
     """
     namespace: dict = {"__builtins__": builtins}
-    nb = nbformat.read(lessons.source_path(lesson), as_version=4)
-    for cell in nb.cells:
+    for cell in _source(lesson).cells:
         if cell.cell_type != "code" or not cell.metadata.get("nbgrader", {}).get("locked"):
             continue
         for node in ast.parse(cell.source).body:

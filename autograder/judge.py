@@ -29,9 +29,8 @@ import nbformat
 from jupyter_core.utils import run_sync
 from nbformat import NotebookNode
 
-from autograder import lessons
 from autograder.checks.core import CheckFailure
-from autograder.grading import grading_imports
+from autograder.grading import grading_imports, lesson_of
 from autograder.remote import Channel, Endpoint, models_read_only
 
 JUDGE_METADATA = "course_judge"
@@ -171,7 +170,5 @@ class Judge:
 def for_notebook(executor, resources: dict) -> Judge | None:
     """A judge for the lesson being graded (from nbgrader's resources); None for a notebook that
     is no lesson of the course."""
-    lesson = (resources or {}).get("nbgrader", {}).get("assignment")
-    if lesson not in lessons.EXERCISES or not lessons.source_path(lesson).exists():
-        return None
-    return Judge(executor, lesson, getattr(executor.km, "judge_folder", None))
+    lesson = lesson_of(resources)
+    return None if lesson is None else Judge(executor, lesson, getattr(executor.km, "judge_folder", None))

@@ -36,8 +36,8 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Float, Integer, List, Unicode
 
-from autograder.grading import experiments, is_test_cell
-from autograder.lessons import EXERCISES, ROOT, source_path
+from autograder.grading import experiments, is_test_cell, lesson_of
+from autograder.lessons import ROOT
 
 INSTALL_HINT = "install it (Debian and Ubuntu: `apt-get install bubblewrap`)"
 
@@ -253,9 +253,8 @@ class CourseExecute(Execute):
     skip_experiments = Bool(True, help="Skip the lesson's experiment cells while grading.").tag(config=True)
 
     def _skipped(self, resources) -> frozenset[str]:
-        lesson = (resources or {}).get("nbgrader", {}).get("assignment")
-        known = lesson in EXERCISES and source_path(lesson).exists()
-        return experiments(lesson) if self.skip_experiments and known else frozenset()
+        lesson = lesson_of(resources)
+        return experiments(lesson) if self.skip_experiments and lesson else frozenset()
 
     def preprocess(self, nb, resources=None, km=None):
         # nbconvert's ExecutePreprocessor.preprocess, with the judge while the kernel is up
