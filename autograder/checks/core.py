@@ -148,11 +148,9 @@ def call(exercise: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> An
         ) from error
     except CheckFailure:
         raise
-    except RuntimeError as error:
-        if "view size is not compatible" in str(error):
-            raise CheckFailure(NOT_CONTIGUOUS.format(exercise=exercise)) from error
-        raise CheckFailure(f"{exercise} raised RuntimeError: {error} (where: see below)") from error
     except Exception as error:
+        if isinstance(error, RuntimeError) and "view size is not compatible" in str(error):
+            raise CheckFailure(NOT_CONTIGUOUS.format(exercise=exercise)) from error
         raise CheckFailure(f"{exercise} raised {type(error).__name__}: {error} (where: see below)") from error
 
 
