@@ -58,3 +58,5 @@ samples: setup
 
 bench: setup
 	$(PY) tests/benchmarks/bench_layers.py
+	$(PY) tests/benchmarks/bench_capstone.py
+	$(PY) tests/benchmarks/bench_kv_cache.py

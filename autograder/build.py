@@ -8,6 +8,12 @@ A lesson script (``solutions/lesson_scripts/03_attention.py``) is plain text in
     # %% experiment                      the same, but it neither defines nor tests anything
                                          graded (figures, timings, experiments): grading
                                          skips it (tests/test_skipping.py proves it may)
+    # %% experiment output-varies        an experiment whose printed output depends on the
+                                         machine (a training run): nbval runs it but does
+                                         not compare what it prints
+    # %% definition solutions.capstone.train
+                                         locked code: a definition copied from the reference
+                                         package, which other code (a benchmark) runs too
     # %% exercise solutions.attention.scaled_dot_product_attention
                                          the exercise: its definition is copied from
                                          the reference package (the one source)
@@ -41,11 +47,12 @@ from autograder.nbgrader_config import local_sockets
 
 HEADER = re.compile(r"^# %%(?P<rest>.*)$")
 NBGRADER_SCHEMA = 3
+NBVAL_IGNORE_OUTPUT = "nbval-ignore-output"  # nbval runs the cell but does not compare its output
 
 
 @dataclass
 class CellSpec:
-    kind: str  # "markdown", "code", "experiment", "exercise" or "test"
+    kind: str  # "markdown", "code", "experiment", "definition", "exercise" or "test"
     header: str
     lines: list[str] = field(default_factory=list)
 
@@ -58,10 +65,13 @@ def parse_script(text: str) -> list[CellSpec]:
         if match:
             header = match["rest"].strip()
             kind = "markdown" if header == "[markdown]" else (header.split()[0] if header else "code")
-            if kind not in ("markdown", "code", "experiment", "exercise", "test"):
+            if kind not in ("markdown", "code", "experiment", "definition", "exercise", "test"):
                 raise ValueError(
-                    f"unknown cell header {line!r}: expected [markdown], experiment, exercise or test"
+                    f"unknown cell header {line!r}: expected [markdown], experiment, definition, "
+                    "exercise or test"
                 )
+            if kind == "experiment" and set(header.split()[1:]) - {"output-varies"}:
+                raise ValueError(f"expected '# %% experiment [output-varies]', got {line!r}")
             cells.append(CellSpec(kind, header))
         elif cells:
             cells[-1].lines.append(line)
@@ -84,8 +94,8 @@ def markdown_source(lines: list[str]) -> str:
     return _strip_blank_edges(stripped)
 
 
-def exercise_source(dotted: str) -> tuple[str, str]:
-    """'solutions.attention.scaled_dot_product_attention' -> (grade_id, the definition's source)."""
+def definition_source(dotted: str) -> tuple[str, str]:
+    """'solutions.attention.scaled_dot_product_attention' -> (its name, the definition's source)."""
     module_name, name = dotted.rsplit(".", 1)
     definition = getattr(importlib.import_module(module_name), name)
     return name, inspect.getsource(definition).rstrip("\n")
@@ -129,8 +139,15 @@ def build_cells(specs: list[CellSpec]) -> list[nbformat.NotebookNode]:
             cell.metadata["nbgrader"] = _nbgrader(grade_id)
             if spec.kind == "experiment":
                 cell.metadata[grading.COURSE_METADATA] = {"experiment": True}
+            if "output-varies" in spec.header.split()[1:]:
+                cell.metadata["tags"] = [NBVAL_IGNORE_OUTPUT]
+        elif spec.kind == "definition":
+            counters["code"] += 1
+            grade_id = f"code_{counters['code']:02d}"
+            cell = nbformat.v4.new_code_cell(definition_source(spec.header.split()[1])[1])
+            cell.metadata["nbgrader"] = _nbgrader(grade_id)
         elif spec.kind == "exercise":
-            grade_id, source = exercise_source(spec.header.split()[1])
+            grade_id, source = definition_source(spec.header.split()[1])
             cell = nbformat.v4.new_code_cell(source)
             cell.metadata["nbgrader"] = _nbgrader(grade_id, solution=True, locked=False)
         else:

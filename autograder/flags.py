@@ -38,6 +38,13 @@ OFF_LIMITS: dict[str, tuple[str, ...]] = {
     "Generator": (),
     "Transformer": ("Transformer", "TransformerEncoder", "TransformerDecoder"),
     "greedy_decode": (),
+    "make_batch": (),
+    "sequence_loss": (),
+    "rate": (),
+    "train_step": (),
+    "exact_match": (),
+    "decoder_layer_step": (),
+    "cached_greedy_decode": (),
 }
 
 COURSE_PACKAGES = ("solutions", "autograder")

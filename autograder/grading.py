@@ -106,8 +106,22 @@ def grading_imports(lesson: str) -> dict:
     return namespace
 
 
+@functools.cache
+def lesson_imports(lesson: str) -> dict:
+    """Every name the lesson's locked cells import (``torch``, the reference ``Transformer`` a
+    test cell hands to a check, ``checks``), bound here as in the learner's notebook."""
+    namespace: dict = {"__builtins__": builtins}
+    for cell in _source(lesson).cells:
+        if cell.cell_type != "code" or not cell.metadata.get("nbgrader", {}).get("locked"):
+            continue
+        for node in ast.parse(cell.source).body:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                exec(compile(ast.Module([node], []), lesson, "exec"), namespace)  # noqa: S102 - our own source
+    return namespace
+
+
 def run(test: GradedTest, code: str, implementation: Any) -> None:
     """Run part of a test cell (its ``visible`` or ``hidden`` code) with the exercise's name
     bound to ``implementation``, as nbgrader runs the cell in a learner's notebook."""
-    namespace = {**grading_imports(test.lesson), test.exercise: implementation}
+    namespace = {**lesson_imports(test.lesson), test.exercise: implementation}
     exec(compile(code, f"<{test.grade_id}>", "exec"), namespace)  # noqa: S102 - our own source

@@ -17,6 +17,8 @@ LESSON_NAMES = [
     "07_feed_forward",
     "08_encoder_decoder",
     "09_output_layer",
+    "10_training",
+    "11_efficiency",
 ]
 
 
@@ -53,4 +55,6 @@ EXERCISES = {
     "07_feed_forward": ["PositionwiseFeedForward"],
     "08_encoder_decoder": ["EncoderLayer", "DecoderLayer", "Encoder", "Decoder"],
     "09_output_layer": ["Generator", "Transformer", "greedy_decode"],
+    "10_training": ["make_batch", "sequence_loss", "rate", "train_step", "exact_match"],
+    "11_efficiency": ["decoder_layer_step", "cached_greedy_decode"],
 }

@@ -82,6 +82,14 @@ MISTAKE_EDITS = {
         ("Generator", "torch.log_softmax(self.proj(x), dim=-1)", "torch.softmax(self.proj(x), dim=-1)"),
         ("greedy_decode", "model.generator(out[:, -1])", "model.generator(out[:, 0])"),
     ],
+    "10_training": [("sequence_loss", "return loss[keep].sum() / keep.sum()", "return loss.mean()")],
+    "11_efficiency": [
+        (
+            "cached_greedy_decode",
+            "x = model.tgt_embed(ys[:, -1:]) + pe[t]",
+            "x = model.tgt_embed(ys[:, -1:]) + pe[0]",
+        )
+    ],
 }
 DELETED_CELL = ("03_attention", "test_scaled_dot_product_attention_mask")
 WARNING_LINE = '    import warnings\n\n    warnings.warn("this could be faster", UserWarning, stacklevel=1)\n'

@@ -19,7 +19,9 @@ the forward methods of the models it was handed.
 Shapes are whatever the callers pass; a tensor keeps its dtype, shape and requires_grad (not
 its strides: it arrives contiguous), and arrives on the CPU when this end has no such
 device. A tensor that crosses twice arrives as the same object with its latest values, so
-identity checks (two layers sharing one parameter) see what the sending end has.
+identity checks (two layers sharing one parameter) see what the sending end has. The
+kernel's end takes back a tensor of its own that returns unchanged as that very object, so
+that ``optim.SGD(model.parameters(), ...)`` asked for by the judge updates the kernel's model.
 """
 
 import builtins
@@ -132,6 +134,16 @@ def _tensor_bytes(tensor: torch.Tensor) -> bytes:
     return tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
 
 
+def _same_values(original: torch.Tensor, copy: torch.Tensor) -> bool:
+    """``copy`` holds exactly ``original``'s kind, dtype, shape and values."""
+    return (
+        type(original) is type(copy)
+        and original.dtype == copy.dtype
+        and original.shape == copy.shape
+        and torch.equal(original.detach(), copy.detach().to(original.device))
+    )
+
+
 def _tensor_from(raw: bytes, dtype: torch.dtype, shape: list[int]) -> torch.Tensor:
     numel = 1
     for n in shape:
@@ -188,9 +200,14 @@ class Endpoint:
         self._exported: dict[int, Any] = {}  # handle -> object, for the other end
         self._handles: dict[int, int] = {}  # id(object) -> handle
         self._proxies: dict[int, RemoteObject] = {}  # the other end's handle -> our stand-in
-        self._sent: list[torch.Tensor] = []  # every tensor sent, kept so that ids stay unique
+        # every tensor sent, by its id, kept for the session so that its id names only it
+        self._sent: dict[int, torch.Tensor] = {}
         # the other end's tensor id -> ours, held for the connection (MAX_SESSION_BYTES bounds it)
         self._received: dict[int, torch.Tensor] = {}
+        self._origins: dict[int, int] = {}  # id of a tensor received -> its id at the other end
+        # only the trusting end (the kernel's) takes back its own tensors as themselves: the judge
+        # never lets the learner's code hand it one of the judge's own objects
+        self.takes_back_originals = guard is allow_all
 
     # --- values ----------------------------------------------------------------------------
 
@@ -199,7 +216,7 @@ class Endpoint:
             return value
         if isinstance(value, torch.Tensor):
             tensors.append(_tensor_bytes(value))
-            self._sent.append(value)  # alive for the session, so that its id names only it
+            self._sent[id(value)] = value  # alive for the session, so that its id names only it
             return {
                 "tensor": len(tensors) - 1,
                 "dtype": str(value.dtype).removeprefix("torch."),
@@ -208,6 +225,7 @@ class Endpoint:
                 "id": id(value),
                 "parameter": isinstance(value, nn.Parameter),
                 "requires_grad": value.requires_grad,
+                "origin": self._origins.get(id(value)),  # where it came from, if from the other end
             }
         if isinstance(value, torch.dtype):
             return {"dtype": str(value).removeprefix("torch.")}
@@ -259,10 +277,14 @@ class Endpoint:
                 tensor.requires_grad_(True)
             if data.get("device") == "cuda" and torch.cuda.is_available():
                 tensor = tensor.to("cuda")
+            original = self._sent.get(int(data["origin"])) if data.get("origin") is not None else None
+            if self.takes_back_originals and original is not None and _same_values(original, tensor):
+                return original  # ours, come back as it left: the same object again (its grad too)
             # the same tensor over there is the same tensor here, with its latest values
             known = self._received.get(int(data["id"]))
             if known is None or type(known) is not type(tensor):
                 self._received[int(data["id"])] = tensor
+                self._origins[id(tensor)] = int(data["id"])
                 return tensor
             known.data = tensor.data
             return known

@@ -11,6 +11,7 @@ heads, ``d_k = D // h``. Boolean masks, True means "may attend".
 """
 
 from solutions.attention import scaled_dot_product_attention
+from solutions.efficiency import cached_greedy_decode, decoder_layer_step
 from solutions.embedding import Embedding
 from solutions.encoder_decoder import Decoder, DecoderLayer, Encoder, EncoderLayer
 from solutions.feed_forward import PositionwiseFeedForward
@@ -19,6 +20,7 @@ from solutions.masking import causal_mask, decoder_mask, padding_mask
 from solutions.multi_head import MultiHeadAttention, merge_heads, split_heads
 from solutions.output_layer import Generator, Transformer, greedy_decode
 from solutions.positional_encoding import PositionalEncoding, sinusoidal_encoding
+from solutions.training import exact_match, make_batch, rate, sequence_loss, train_step
 
 __all__ = [
     "Decoder",
@@ -32,12 +34,19 @@ __all__ = [
     "PositionalEncoding",
     "PositionwiseFeedForward",
     "Transformer",
+    "cached_greedy_decode",
     "causal_mask",
+    "decoder_layer_step",
     "decoder_mask",
+    "exact_match",
     "greedy_decode",
+    "make_batch",
     "merge_heads",
     "padding_mask",
+    "rate",
     "scaled_dot_product_attention",
+    "sequence_loss",
     "sinusoidal_encoding",
     "split_heads",
+    "train_step",
 ]

@@ -12,10 +12,13 @@ honest learner never loses a point to it.
 import re
 import socket
 import threading
+from unittest import mock
 
 import pytest
 
+from autograder import grading
 from autograder.checks import CheckFailure
+from autograder.lessons import EXERCISES
 from autograder.remote import Channel, Endpoint, models_read_only
 from tests.alternatives import ALTERNATIVES
 from tests.test_mutations import CATALOGUE, CHECKS, HIDDEN, _buggy, _stub
@@ -39,13 +42,24 @@ def _verdicts(exercise: str, implementation) -> list[str | None]:
 
 
 def _judged(exercise: str, implementation) -> list[str | None]:
+    """The verdicts with the test cells' own names where the judge finds them: the grader's
+    imports here; the exercise and every other name the notebook imports (``torch``, the
+    ``Transformer`` that train_step's check builds) in the kernel, reached through handles."""
+    lesson = next(lesson for lesson, names in EXERCISES.items() if exercise in names)
+    notebook_names = {
+        name: value
+        for name, value in grading.lesson_imports(lesson).items()
+        if name not in grading.grading_imports(lesson)
+    }
     ours, theirs = socket.socketpair()
-    kernel = Endpoint(Channel(theirs), {exercise: implementation})
+    kernel = Endpoint(Channel(theirs), {**notebook_names, exercise: implementation})
     thread = threading.Thread(target=kernel.serve, daemon=True)
     thread.start()
     judge = Endpoint(Channel(ours), guard=models_read_only)
     try:
-        return _verdicts(exercise, judge.request("get", name=exercise))
+        handles = {name: judge.request("get", name=name) for name in notebook_names}
+        with mock.patch.dict(grading.lesson_imports(lesson), handles):  # what grading.run binds
+            return _verdicts(exercise, judge.request("get", name=exercise))
     finally:
         judge.say_goodbye()
         thread.join(timeout=10)

@@ -105,3 +105,19 @@ def test_sample_submissions_match_a_fresh_generation(tmp_path):
     assert [p.relative_to(SAMPLES) for p in committed] == [p.relative_to(tmp_path / "samples") for p in fresh]
     for old, new in zip(committed, fresh, strict=True):
         assert old.read_bytes() == new.read_bytes(), f"{old} is out of date: run `make samples` and commit"
+
+
+def test_a_definition_cell_shows_the_reference_code_and_a_varying_experiment_is_not_compared():
+    import inspect
+
+    from solutions import capstone
+
+    script = "# %% definition solutions.capstone.evaluate\n# %% experiment output-varies\nx = 1\n"
+    specs = build.parse_script(script)
+    shown, varying = build.build_cells(specs)
+    assert shown.source == inspect.getsource(capstone.evaluate).rstrip("\n")
+    assert shown.metadata.nbgrader["locked"] and not shown.metadata.nbgrader["solution"]
+    assert varying.metadata.tags == [build.NBVAL_IGNORE_OUTPUT]
+    assert varying.metadata.course == {"experiment": True}
+    with pytest.raises(ValueError, match="experiment"):
+        build.parse_script("# %% experiment output-vary\nx = 1\n")

@@ -46,6 +46,10 @@ def echo(*args, **kwargs):
     return args, kwargs
 
 
+def is_kernel_weight(module, tensor):
+    return tensor is module.w_q.weight
+
+
 def greedy(model, src):
     """A learner's function that uses a model the judge hands it."""
     return model.encode(src) + model(src)
@@ -68,7 +72,7 @@ def judge():
     """The judge's endpoint, and the kernel's serving the names above in a thread."""
     ours, theirs = socket.socketpair()
     namespace = {"Learner": Learner, "not_written": not_written, "own_error": own_error, "echo": echo}
-    namespace |= {"greedy": greedy, "shared": nn.Linear(2, 2)}
+    namespace |= {"greedy": greedy, "shared": nn.Linear(2, 2), "is_kernel_weight": is_kernel_weight}
     namespace["twice"] = nn.ModuleList([namespace["shared"], namespace["shared"]])
     kernel = Endpoint(Channel(theirs), namespace)
     thread = threading.Thread(target=kernel.serve, daemon=True)
@@ -131,6 +135,24 @@ def test_identity_is_kept_for_modules_and_parameters(judge):
     assert len(set(ids)) == 2  # the same two parameters, seen through both layers
     separate = [judge.request("get", name="Learner")(4) for _ in range(2)]
     assert len({id(p) for module in separate for p in module.parameters()}) == 4
+
+
+def test_the_kernel_takes_back_its_own_unchanged_tensors_as_themselves(judge):
+    """So that an optimiser the judge builds in the kernel (optim.SGD(model.parameters())) holds
+    the kernel model's own parameters; a changed copy, or the judge's own tensor, stays a copy."""
+    module = judge.request("get", name="Learner")(4)
+    weight = module.w_q.weight  # a copy, here in the judge
+    assert judge.request("get", name="echo")(module.w_q.weight)[0][0] is weight
+    kernel_is = judge.request("get", name="is_kernel_weight")
+    assert kernel_is(module, weight)  # went back as the kernel's parameter itself
+    assert not kernel_is(module, torch.zeros(4, 4))
+    before = weight.detach().clone()
+    with torch.no_grad():
+        weight.add_(1)  # changed here: it goes back as a new tensor, and the kernel's stays as it was
+    assert not kernel_is(module, weight)
+    assert torch.equal(module.w_q.weight, before)
+    mine = torch.ones(3)
+    assert judge.request("get", name="echo")(mine)[0][0] is not mine  # the judge never takes back
 
 
 def test_errors_cross_by_name(judge):

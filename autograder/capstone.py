@@ -1,0 +1,125 @@
+"""The learner's own Transformer for the capstone (lesson 10), part by part.
+
+Each exercise of lessons 01 to 09 is taken from the learner's saved notebook in ``course/``
+(its solution cell) and run through its lesson's visible checks, with the parts accepted
+before it in scope: the learner's ``EncoderLayer`` is checked with the learner's
+``MultiHeadAttention`` when that one passed. A part that is missing, still a stub, or fails
+a check is replaced by the reference definition, run in the same scope, so that the rest of
+the learner's parts still build on each other.
+
+While nbgrader grades (``NBGRADER_EXECUTION`` is set) nothing is read from other lessons:
+lesson 10 is graded on its own exercises, with the reference parts.
+"""
+
+import contextlib
+import io
+import os
+import re
+import textwrap
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+import solutions
+from autograder import grading, lessons
+from autograder.checks.core import CheckFailure
+from autograder.make_samples import learner_code
+
+EARLIER = [lesson for lesson in lessons.LESSON_NAMES if lesson < "10"]
+
+
+@dataclass
+class Parts:
+    """The definitions to train with (``Transformer``, ``greedy_decode``, ...) and, per
+    exercise, whose they are: "yours", or why the reference stands in."""
+
+    definitions: dict[str, object] = field(default_factory=dict)
+    whose: dict[str, str] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> object:
+        try:
+            return self.definitions[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def table(self) -> str:
+        width = max(len(name) for name in self.whose)
+        return "\n".join(f"{name:>{width}}: {whose}" for name, whose in self.whose.items())
+
+
+def _solution_cells(path: Path) -> dict[str, str]:
+    """exercise -> the code of its solution cell in a learner's notebook ({} when unreadable)."""
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except (OSError, ValueError):
+        return {}
+    return {
+        cell.metadata["nbgrader"]["grade_id"]: cell.source
+        for cell in nb.cells
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution")
+    }
+
+
+def _passes(lesson: str, exercise: str, definition: object) -> str | None:
+    """None when ``definition`` passes every visible check of ``exercise``, else the first failure."""
+    for test in grading.table(lesson):
+        if test.exercise != exercise:
+            continue
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                grading.run(test, test.visible, definition)
+        except CheckFailure as failure:
+            return str(failure)
+        except Exception as error:  # noqa: BLE001 - a learner's code may raise anything
+            return f"{type(error).__name__}: {error}"
+    return None
+
+
+def _gist(failure: str) -> str:
+    """A check's failure in a few words: the mistake's name when it names one."""
+    named = re.search(r"matches a known mistake, (.+?)\. ", failure)
+    return named[1] if named else textwrap.shorten(failure, 70, placeholder=" ...")
+
+
+def _define(code: str, exercise: str, scope: dict) -> object:
+    exec(compile(code, f"<{exercise}>", "exec"), scope)  # noqa: S102 - the learner's own code, in their kernel
+    return scope[exercise]
+
+
+def own_parts(course: Path = lessons.COURSE) -> Parts:
+    """The learner's parts where they pass their lesson's checks, the reference's elsewhere."""
+    parts = Parts()
+    if os.environ.get("NBGRADER_EXECUTION"):
+        for lesson in EARLIER:
+            for exercise in lessons.EXERCISES[lesson]:
+                parts.definitions[exercise] = getattr(solutions, exercise)
+                parts.whose[exercise] = "reference (grading uses the reference parts)"
+        return parts
+    scope: dict = {}
+    for lesson in EARLIER:
+        scope.update(grading.lesson_imports(lesson))
+        scope.update(parts.definitions)  # the parts accepted so far, not the reference's imports
+        cells = _solution_cells(course / lesson / lessons.notebook_name(lesson))
+        for exercise in lessons.EXERCISES[lesson]:
+            reference = learner_code(exercise)
+            code = cells.get(exercise)
+            failure = "reference (no saved notebook)" if code is None else None
+            if code is not None:
+                try:
+                    definition = _define(code, exercise, scope)
+                except Exception as error:  # noqa: BLE001
+                    failure = f"reference (your cell raised {type(error).__name__})"
+                else:
+                    problem = _passes(lesson, exercise, definition)
+                    if problem and "is not implemented yet" in problem:
+                        failure = "reference (not written yet)"
+                    elif problem:
+                        failure = f"reference (yours fails lesson {lesson[:2]}'s checks: {_gist(problem)})"
+            if failure:
+                definition = _define(reference, exercise, scope)
+            parts.definitions[exercise] = definition
+            parts.whose[exercise] = failure or "yours"
+    return parts

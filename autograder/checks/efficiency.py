@@ -1,0 +1,727 @@
+"""Checks for lesson 11: decoder_layer_step and cached_greedy_decode (a key/value cache).
+
+decoder_layer_step(layer, x, memory_kv, src_mask, cache) -> (out, cache)
+    Run over the positions of a target one at a time, feeding back the cache it returns, on a
+    decoder layer built here (the contract's attribute names: self_attn, cross_attn with w_q,
+    w_k, w_v, w_o and n_heads, ffn, norm1..3, dropout1..3, norm_first). The outputs, stacked
+    [B, T, D], must equal PyTorch's own nn.TransformerDecoderLayer run over all T positions at
+    once with a causal mask, with the same weights; the cache must grow by one position per
+    call, [B, h, t, d_k], and hold the self-attention's keys and values. Post-LN and Pre-LN,
+    B = 2 and 3 with a padded source row.
+
+cached_greedy_decode(model, src, src_mask, max_len, start_symbol, end_symbol=None)
+    On a small Transformer built here (the lesson 09 names: src_embed, tgt_embed, positional
+    with its table ``pe``, encoder, decoder with ``layers`` and ``norm``, generator), against
+    full recomputation: the step-by-step loop of lesson 09's checks (greedy.step_by_step) over
+    the model's own ``decode``. The tokens must be equal (torch.equal) and, where the learner's
+    code calls ``model.generator`` once per step, the log-probabilities too (within float64
+    tolerance): they are read with a forward hook on the generator, in the grader's process.
+
+The checks pass and read back plain data only (tensors, a dict of tensors, ints), so they run
+the same through the judge, where a dict crosses as a copy: that is why decoder_layer_step
+returns its cache rather than only updating the dict it was given.
+"""
+
+import contextlib
+import math
+from collections.abc import Iterator
+
+import torch
+from torch import nn
+
+from autograder.checks import core, greedy
+from autograder.checks.device import DEVICE, DTYPE
+from autograder.checks.oracles import (
+    decoder_layer_state,
+    plain_torch,
+    randomize_,
+    sinusoidal_table,
+    torch_key_padding_mask,
+    torch_layer,
+)
+
+STEP = "decoder_layer_step"
+CACHED = "cached_greedy_decode"
+STATES, CACHE = "[B, T, D]", "[B, h, t, d_k]"
+
+# ---------------------------------------------------------------------------------------
+# The checks' own decoder layer and model, with the contract's attribute names
+# ---------------------------------------------------------------------------------------
+
+
+def attention(q, k, v, mask=None) -> torch.Tensor:
+    """softmax(q k^T / sqrt(d_k)) v; a query with no key to attend to gets zeros."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # [B, h, T_q, T_k]
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    return weights @ v  # [B, h, T_q, d_k]
+
+
+def split(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """[B, T, D] -> [B, h, T, d_k]"""
+    return x.reshape(x.size(0), x.size(1), n_heads, -1).transpose(1, 2)
+
+
+def merge(x: torch.Tensor) -> torch.Tensor:
+    """[B, h, T, d_k] -> [B, T, D]"""
+    return x.transpose(1, 2).reshape(x.size(0), x.size(2), -1)
+
+
+class _LayerNorm(nn.Module):
+    def __init__(self, d_model: int):
+        super().__init__()
+        self.gamma = nn.Parameter(torch.ones(d_model))
+        self.beta = nn.Parameter(torch.zeros(d_model))
+
+    def forward(self, x):
+        mean, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=False, keepdim=True)
+        return self.gamma * (x - mean) / torch.sqrt(var + 1e-5) + self.beta
+
+
+class _MultiHeadAttention(nn.Module):
+    def __init__(self, d_model: int, n_heads: int):
+        super().__init__()
+        self.n_heads = n_heads
+        self.w_q, self.w_k = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+        self.w_v, self.w_o = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+
+    def forward(self, query, key, value, mask=None):
+        q, k, v = (
+            split(w(t), self.n_heads) for w, t in ((self.w_q, query), (self.w_k, key), (self.w_v, value))
+        )
+        return self.w_o(merge(attention(q, k, v, mask)))
+
+
+class _FeedForward(nn.Module):
+    def __init__(self, d_model: int, d_ff: int):
+        super().__init__()
+        self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+
+    def forward(self, x):
+        return self.linear2(torch.relu(self.linear1(x)))
+
+
+class StandInDecoderLayer(nn.Module):
+    """A decoder layer with the contract's names and lesson 08's forward (Post-LN or Pre-LN)."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, norm_first: bool = False):
+        super().__init__()
+        self.self_attn = _MultiHeadAttention(d_model, n_heads)
+        self.cross_attn = _MultiHeadAttention(d_model, n_heads)
+        self.ffn = _FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = _LayerNorm(d_model), _LayerNorm(d_model), _LayerNorm(d_model)
+        self.dropout1, self.dropout2, self.dropout3 = nn.Dropout(0.0), nn.Dropout(0.0), nn.Dropout(0.0)
+        self.norm_first = norm_first
+
+    def forward(self, x, memory, src_mask=None, tgt_mask=None):
+        if self.norm_first:
+            h = self.norm1(x)
+            x = x + self.self_attn(h, h, h, tgt_mask)
+            h = self.norm2(x)
+            x = x + self.cross_attn(h, memory, memory, src_mask)
+            return x + self.ffn(self.norm3(x))
+        x = self.norm1(x + self.self_attn(x, x, x, tgt_mask))
+        x = self.norm2(x + self.cross_attn(x, memory, memory, src_mask))
+        return self.norm3(x + self.ffn(x))
+
+
+class _Embedding(nn.Module):
+    def __init__(self, vocab_size: int, d_model: int):
+        super().__init__()
+        self.lut = nn.Embedding(vocab_size, d_model)
+        self.d_model = d_model
+
+    def forward(self, tokens):
+        return self.lut(tokens) * math.sqrt(self.d_model)
+
+
+class _Positional(nn.Module):
+    def __init__(self, d_model: int, max_len: int):
+        super().__init__()
+        self.register_buffer("pe", sinusoidal_table(max_len, d_model))
+        self.dropout = nn.Dropout(0.0)
+
+    def forward(self, x):
+        return self.dropout(x + self.pe[: x.size(1)])
+
+
+class _Stack(nn.Module):
+    def __init__(self, layers: list[nn.Module], d_model: int):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+        self.norm = _LayerNorm(d_model)
+
+
+class _Generator(nn.Module):
+    def __init__(self, d_model: int, vocab_size: int):
+        super().__init__()
+        self.proj = nn.Linear(d_model, vocab_size)
+
+    def forward(self, x):
+        return torch.log_softmax(self.proj(x), dim=-1)
+
+
+class StandInTransformer(nn.Module):
+    """Lesson 09's Transformer with the contract's part names, written here (no learner code).
+
+    Its encoder is one Post-LN self-attention block without a feed-forward network (any fixed
+    function of the source that respects its padding would do); its decoder is ``n_layers``
+    StandInDecoderLayers and a final norm, as in lesson 08.
+    """
+
+    def __init__(self, src_vocab, tgt_vocab, d_model, n_heads, d_ff, n_layers, norm_first=False,
+                 max_len=32):  # fmt: skip
+        super().__init__()
+        self.src_embed = _Embedding(src_vocab, d_model)
+        self.tgt_embed = _Embedding(tgt_vocab, d_model)
+        self.positional = _Positional(d_model, max_len)
+        self.encoder = _Stack([_MultiHeadAttention(d_model, n_heads)], d_model)
+        layers = [StandInDecoderLayer(d_model, n_heads, d_ff, norm_first) for _ in range(n_layers)]
+        self.decoder = _Stack(layers, d_model)
+        self.generator = _Generator(d_model, tgt_vocab)
+
+    def encode(self, src, src_mask):
+        x = self.positional(self.src_embed(src))  # [B, S, D]
+        return self.encoder.norm(x + self.encoder.layers[0](x, x, x, src_mask))
+
+    def decode(self, memory, src_mask, tgt, tgt_mask):
+        x = self.positional(self.tgt_embed(tgt))  # [B, T, D]
+        for layer in self.decoder.layers:
+            x = layer(x, memory, src_mask, tgt_mask)
+        return self.decoder.norm(x)
+
+    def forward(self, src, tgt, src_mask, tgt_mask):
+        return self.decode(self.encode(src, src_mask), src_mask, tgt, tgt_mask)
+
+
+GENERATOR_SCALE, POSITION_SCALE = 4.0, 6.0
+
+
+def stand_in_model(seed: int, src_vocab=9, tgt_vocab=10, d_model=8, n_heads=2, d_ff=16, n_layers=2,
+                   norm_first=False) -> StandInTransformer:  # fmt: skip
+    """A StandInTransformer with seeded random matrices, float64, in eval mode.
+
+    Random Transformers tend to repeat one token forever; to make the tokens depend on the step
+    and the row, the biases start at 0 (the norms at gamma 1, beta 0), the generator's weights
+    are scaled up, and the positional table is the sinusoidal one times POSITION_SCALE (any
+    fixed table is a valid one: decoding reads it from model.positional.pe).
+    """
+    model = StandInTransformer(src_vocab, tgt_vocab, d_model, n_heads, d_ff, n_layers, norm_first)
+    randomize_(model, seed, bias_std=0.0)
+    with torch.no_grad():
+        for embed in (model.src_embed, model.tgt_embed):
+            embed.lut.weight.mul_(1.0 / math.sqrt(d_model))  # after the sqrt(D) scale: about unit size
+        model.generator.proj.weight.mul_(GENERATOR_SCALE)
+        model.positional.pe.mul_(POSITION_SCALE)
+    return model.to(device=DEVICE, dtype=DTYPE).eval()
+
+
+def memory_kv_of(layer: nn.Module, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The cross-attention's keys and values of the memory [B, S, D]: each [B, h, S, d_k]."""
+    n_heads = layer.self_attn.n_heads
+    with torch.no_grad():
+        return split(layer.cross_attn.w_k(memory), n_heads), split(layer.cross_attn.w_v(memory), n_heads)
+
+
+# ---------------------------------------------------------------------------------------
+# decoder_layer_step
+# ---------------------------------------------------------------------------------------
+
+
+def _step_variant(
+    layer,
+    x,
+    memory_kv,
+    src_mask,
+    cache,
+    *,
+    append=True,
+    attend="all",
+    first_key_only=False,
+    pass_src_mask=True,
+    cross_from="memory",
+    order="contract",
+    pre_ln_keys="normed",
+):
+    """decoder_layer_step with one thing done wrong, as a learner might write it."""
+    cache = {} if cache is None else dict(cache)
+    k_mem, v_mem = memory_kv
+    n_heads = k_mem.size(1)
+    norm_first = {"contract": layer.norm_first, "post": False, "pre": True, "inside": None}[order]
+
+    def self_attention(h, raw):
+        attn = layer.self_attn
+        q = split(attn.w_q(h), n_heads)  # [B, h, 1, d_k]
+        source = raw if pre_ln_keys == "raw" else h
+        k_new, v_new = split(attn.w_k(source), n_heads), split(attn.w_v(source), n_heads)
+        old_k, old_v = cache.get("k"), cache.get("v")
+        if old_k is None:
+            old_k, old_v = k_new[:, :, :0], v_new[:, :, :0]  # no earlier position: [B, h, 0, d_k]
+        k, v = torch.cat([old_k, k_new], dim=2), torch.cat([old_v, v_new], dim=2)  # [B, h, t, d_k]
+        if append:
+            cache["k"], cache["v"] = k, v
+        else:
+            k, v = k_new, v_new
+        if attend == "old":
+            k, v = old_k, old_v
+        mask = None
+        if first_key_only:
+            mask = torch.zeros(1, k.size(2), dtype=torch.bool, device=k.device)
+            mask[0, 0] = True  # the first row of causal_mask(t): only the first key
+        return attn.w_o(merge(attention(q, k, v, mask)))
+
+    def cross_attention(h):
+        attn = layer.cross_attn
+        q = split(attn.w_q(h), n_heads)
+        k, v, mask = k_mem, v_mem, src_mask if pass_src_mask else None
+        if cross_from == "x":  # the target position's own key and value (no source mask fits them)
+            k, v, mask = split(attn.w_k(h), n_heads), split(attn.w_v(h), n_heads), None
+        return attn.w_o(merge(attention(q, k, v, mask)))
+
+    if norm_first is None:  # LayerNorm on the sub-layer's output, then the residual
+        x = x + layer.norm1(self_attention(x, x))
+        x = x + layer.norm2(cross_attention(x))
+        x = x + layer.norm3(layer.ffn(x))
+    elif norm_first:
+        h = layer.norm1(x)
+        x = x + self_attention(h, x)
+        x = x + cross_attention(layer.norm2(x))
+        x = x + layer.ffn(layer.norm3(x))
+    else:
+        x = layer.norm1(x + self_attention(x, x))
+        x = layer.norm2(x + cross_attention(x))
+        x = layer.norm3(x + layer.ffn(x))
+    return x, cache
+
+
+STEP_MISTAKES = core.catalogue(STEP, variant=_step_variant)
+
+
+def reference_step(layer, x, memory_kv, src_mask, cache):
+    """The checks' own decoder_layer_step (the variant with nothing done wrong)."""
+    return _step_variant(layer, x, memory_kv, src_mask, cache)
+
+
+class _Case:
+    """A decoder layer, its inputs x [B, T, D] and memory [B, S, D] with a padded source row,
+    and what full recomputation gives: the states [B, T, D] and the keys and values [B, h, T, d_k]."""
+
+    def __init__(self, layer, x, memory, src_mask, states, keys, values):
+        self.layer, self.x, self.memory, self.src_mask = layer, x, memory, src_mask
+        self.states, self.keys, self.values = states, keys, values
+        self.memory_kv = memory_kv_of(layer, memory)
+
+
+def full_keys_values(layer, x) -> tuple[torch.Tensor, torch.Tensor]:
+    """The self-attention's keys and values of every position of x [B, T, D]: [B, h, T, d_k]."""
+    with torch.no_grad():
+        h = layer.norm1(x) if layer.norm_first else x
+        n_heads = layer.self_attn.n_heads
+        return split(layer.self_attn.w_k(h), n_heads), split(layer.self_attn.w_v(h), n_heads)
+
+
+def step_case(seed: int, norm_first: bool, batch=2, t_tgt=4, t_src=5, d_model=8, n_heads=2, d_ff=16) -> _Case:
+    """A StandInDecoderLayer with the weights of a seeded nn.TransformerDecoderLayer, random inputs,
+    and PyTorch's own full forward over all positions with a causal mask as the expected states."""
+    oracle = torch_layer(True, d_model, n_heads, d_ff, norm_first, seed=seed)
+    layer = StandInDecoderLayer(d_model, n_heads, d_ff, norm_first).to(device=DEVICE, dtype=DTYPE)
+    layer.load_state_dict(decoder_layer_state(oracle), strict=True)
+    layer.eval()
+    generator = torch.Generator().manual_seed(seed + 1)
+    x = torch.randn(batch, t_tgt, d_model, generator=generator, dtype=DTYPE).to(DEVICE)
+    memory = torch.randn(batch, t_src, d_model, generator=generator, dtype=DTYPE).to(DEVICE)
+    src_mask = torch.ones(batch, 1, 1, t_src, dtype=torch.bool)
+    src_mask[-1, ..., t_src - max(1, t_src // 3) :] = False  # the last row ends in padding
+    src_mask = src_mask.to(DEVICE)
+    # PyTorch's causal attn_mask: True where a key may NOT be attended to (after the query)
+    future = torch.ones(t_tgt, t_tgt, dtype=torch.bool, device=DEVICE).triu(1)
+    with plain_torch():
+        states = oracle(x, memory, tgt_mask=future, memory_key_padding_mask=torch_key_padding_mask(src_mask))
+    return _Case(layer, x, memory, src_mask, states, *full_keys_values(layer, x))
+
+
+def case_from(layer, x, memory, src_mask, states) -> _Case:
+    """A case on any decoder layer with the contract's names (the hidden tests' reference layer)."""
+    return _Case(layer, x, memory, src_mask, states, *full_keys_values(layer, x))
+
+
+def _steps(exercise_fn, case: _Case, learner: bool):
+    """Run a decoder_layer_step over the case's positions one at a time, feeding back the cache it
+    returns (a copy of it each time, as the judge's socket gives). Returns (states [B, T, D], caches
+    after each step). For the learner's code, a wrong kind of result becomes a message."""
+    cache: dict = {}
+    outputs, caches = [], []
+    for t in range(case.x.size(1)):
+        inputs = {
+            "layer": case.layer,
+            "x": case.x[:, t : t + 1],
+            "memory_kv": case.memory_kv,
+            "src_mask": case.src_mask,
+            "cache": dict(cache),
+        }
+        if not learner:
+            out, cache = exercise_fn(*inputs.values())
+        else:
+            with core.unchanged(STEP, x=inputs["x"], src_mask=case.src_mask), torch.no_grad():
+                result = core.call(STEP, exercise_fn, *inputs.values())
+            if not (isinstance(result, tuple | list) and len(result) == 2):
+                raise core.CheckFailure(
+                    f"{STEP}: expected a pair (out, cache), out [B, 1, D] and the updated cache dict, got "
+                    f"{type(result).__name__}. End the function with `return x, cache`."
+                )
+            out, cache = result
+            out = core.expect_tensor(STEP, "out, the first thing returned", out).detach()
+            if not isinstance(cache, dict):
+                raise core.CheckFailure(
+                    f"{STEP}: expected the second thing returned to be the cache, a dict with 'k' and "
+                    f"'v', got {type(cache).__name__}"
+                )
+            expected = (case.x.size(0), 1, case.x.size(2))
+            core.expect_shape(STEP, f"out at step t = {t + 1}", out, "[B, 1, D]", expected)
+        outputs.append(out)
+        caches.append(cache)
+    return torch.cat(outputs, dim=1), caches
+
+
+def _mistake_states(case: _Case) -> list[tuple[core.Mistake, object]]:
+    found = []
+    with torch.no_grad():
+        for mistake in STEP_MISTAKES:
+            try:
+                found.append((mistake, _steps(mistake.compute, case, learner=False)[0]))
+            except Exception as error:  # noqa: BLE001 - a mistake that crashes here matches no output
+                found.append((mistake, error))
+    return found
+
+
+def compare_steps(fn, case: _Case) -> None:
+    """The learner's step, run over every position, against full recomputation: the states, then
+    the cache's shape and contents after each step."""
+    states, caches = _steps(fn, case, learner=True)
+    where = (
+        " Index T = i of the stacked output is step t = i + 1. Wrong already at T = 0 (the first "
+        "step, an empty cache) points at the sub-layers: residuals, LayerNorms, cross-attention; "
+        "right at T = 0 but wrong from T = 1 on points at how the cache is stored and used."
+    )
+    if not core.same(states, case.states):  # the known mistakes are computed only when needed
+        wrong = _mistake_states(case)
+        core.expect_close(STEP, "the stacked output of steps 1..T", states, case.states, STATES, wrong, where)
+    batch, n_heads, _, d_k = case.keys.shape
+    for t, cache in enumerate(caches, start=1):
+        for name, full in (("k", case.keys), ("v", case.values)):
+            if cache.get(name) is None:
+                raise core.CheckFailure(
+                    f"{STEP}: after step t = {t} the returned cache has no {name!r}; store the keys and "
+                    f"values of positions 1..t in it: cache[{name!r}] = torch.cat([old, new], dim=2)."
+                )
+            got = core.expect_tensor(STEP, f"cache[{name!r}]", cache[name]).detach()
+            core.expect_shape(
+                STEP, f"cache[{name!r}] after step t = {t}", got, CACHE, (batch, n_heads, t, d_k)
+            )
+            if not core.same(got, full[:, :, :t]):
+                what = "keys" if name == "k" else "values"
+                raise core.CheckFailure(
+                    f"{STEP}: after step t = {t}, cache[{name!r}] has the right shape {CACHE} but not the "
+                    f"self-attention's {what} of positions 1..t: it should hold split_heads("
+                    f"layer.self_attn.w_{name}(h)) of each position, where h is the layer's input (Post-LN) "
+                    f"or norm1 of it (Pre-LN), in order along dim=2."
+                )
+
+
+def check_step_cache(fn) -> None:
+    """Post-LN, B = 2, T = 3: returns (out [B, 1, D], cache), and the cache grows [B, h, t, d_k]."""
+    case = step_case(seed=31, norm_first=False, batch=2, t_tgt=3)
+    compare_steps(fn, case)
+    b, h, _, d_k = case.keys.shape
+    core.passed(
+        f"{STEP} returns (out [B, 1, D], cache) and the cache grows by one position per call: "
+        f"{CACHE} = [{b}, {h}, t, {d_k}] for t = 1, 2, 3, holding the self-attention's keys and values"
+    )
+
+
+def check_step_post_ln(fn) -> None:
+    """Post-LN, B = 3, T = 5, a padded source row: equal to the full layer's forward, position by position."""
+    case = step_case(seed=41, norm_first=False, batch=3, t_tgt=5, t_src=6)
+    compare_steps(fn, case)
+    core.passed(
+        f"{STEP} (Post-LN) equals the full DecoderLayer with a causal mask at every one of T = 5 "
+        "positions (PyTorch's nn.TransformerDecoderLayer, B = 3, a padded source row)"
+    )
+
+
+def check_step_pre_ln(fn) -> None:
+    """Pre-LN (norm_first=True), B = 3, T = 5, a padded source row."""
+    case = step_case(seed=51, norm_first=True, batch=3, t_tgt=5, t_src=6)
+    compare_steps(fn, case)
+    core.passed(
+        f"{STEP} (Pre-LN, norm_first=True) equals the full DecoderLayer with a causal mask at every "
+        "one of T = 5 positions (B = 3, a padded source row)"
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# cached_greedy_decode
+# ---------------------------------------------------------------------------------------
+
+
+def _cached_variant(
+    model,
+    src,
+    src_mask,
+    max_len,
+    start_symbol,
+    end_symbol=None,
+    *,
+    position="step",
+    final_norm=True,
+    memory_proj="cross",
+    memory_layer="own",
+    caches="per layer",
+    steps_extra=0,
+    pad_finished=True,
+    early_stop="all",
+    append_last=True,
+    use_end=True,
+):
+    """cached_greedy_decode with one thing done wrong, as a learner might write it."""
+    if not use_end:
+        end_symbol = None
+    memory = model.encode(src, src_mask)
+    layers = list(model.decoder.layers)
+    memory_kv = []
+    for layer in layers:
+        source = layers[0] if memory_layer == "first" else layer
+        attn = source.self_attn if memory_proj == "self" else source.cross_attn
+        n_heads = layer.self_attn.n_heads
+        memory_kv.append((split(attn.w_k(memory), n_heads), split(attn.w_v(memory), n_heads)))
+    per_layer = [{} for _ in layers]
+    shared: dict = {}
+    pe = model.positional.pe
+    ys = torch.full((src.size(0), 1), start_symbol, dtype=torch.long, device=src.device)
+    finished = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+    for t in range(max_len - 1 + steps_extra):
+        row = {"step": t, "zero": 0, "next": t + 1}[position]
+        x = model.tgt_embed(ys[:, -1:]) + pe[row]  # [B, 1, D]
+        if caches == "fresh":
+            per_layer = [{} for _ in layers]
+        for index, layer in enumerate(layers):
+            if caches == "shared":
+                x, shared = reference_step(layer, x, memory_kv[index], src_mask, shared)
+            else:
+                x, per_layer[index] = reference_step(layer, x, memory_kv[index], src_mask, per_layer[index])
+        x = x[:, -1]
+        log_probs = model.generator(model.decoder.norm(x) if final_norm else x)
+        next_token = log_probs.argmax(dim=-1)
+        stop = False
+        if end_symbol is not None:
+            if pad_finished:
+                next_token = next_token.masked_fill(finished, end_symbol)
+            finished = finished | (next_token == end_symbol)
+            stop = bool(finished.any()) if early_stop == "any" else bool(finished.all())
+            if stop and early_stop != "never" and not append_last:
+                break
+        ys = torch.cat([ys, next_token[:, None]], dim=1)
+        if end_symbol is not None and early_stop != "never" and stop:
+            break
+    return ys
+
+
+CACHED_MISTAKES = core.catalogue(CACHED, variant=_cached_variant)
+END_MISTAKES = greedy.END_MISTAKES
+CACHED_B, CACHED_T_SRC, CACHED_MAX_LEN, START = 3, 6, 9, 1
+TOKENS = "[B, L]"
+# stand-in seeds and end symbols on which every catalogued mistake gives other tokens or other
+# log-probabilities than the right ones and than every mistake before it, and the rows finish at
+# different steps (visible: steps 2, 4 and 3; hidden: 4, 3 and 3); found by trying seeds 0 to 150
+VISIBLE_SEED, VISIBLE_END = 63, 6
+HIDDEN_SEED, HIDDEN_END = 124, 3
+
+
+def cached_case(seed: int, batch=CACHED_B, t_src=CACHED_T_SRC, n_layers=2, norm_first=False,
+                generator=None):  # fmt: skip
+    """A StandInTransformer and a source [B, S] whose last row ends in padding (id 0)."""
+    model = stand_in_model(seed, n_layers=n_layers, norm_first=norm_first)
+    generator = generator or torch.Generator().manual_seed(seed + 1)
+    src = torch.randint(1, 9, (batch, t_src), generator=generator)
+    src[-1, t_src - max(1, t_src // 3) :] = 0
+    src = src.to(DEVICE)
+    return model, src, (src != 0)[:, None, None, :]
+
+
+def full_log_probs(model, src, src_mask, tokens) -> torch.Tensor:
+    """The log-probabilities full recomputation gives at each step for the prefixes in tokens
+    [B, L]: [B, L - 1, V] (step i reads tokens[:, : i + 1]; the causal mask makes one pass enough)."""
+    length = tokens.size(1) - 1
+    causal = torch.ones(length, length, dtype=torch.bool, device=tokens.device).tril()
+    with torch.no_grad():
+        memory = model.encode(src, src_mask)
+        return model.generator(model.decode(memory, src_mask, tokens[:, :-1], causal))
+
+
+@contextlib.contextmanager
+def recording(module: nn.Module) -> Iterator[list[torch.Tensor]]:
+    """The outputs of every call of ``module`` inside the block (a forward hook in this process)."""
+    calls: list[torch.Tensor] = []
+    handle = module.register_forward_hook(lambda _m, _inputs, output: calls.append(output.detach().clone()))
+    try:
+        yield calls
+    finally:
+        handle.remove()
+
+
+def run_cached(fn, model, src, src_mask, max_len, start_symbol, end_symbol=None):
+    """The learner's tokens, and the generator's outputs during the call."""
+    inputs = {"model": model, "src": src, "src_mask": src_mask, "max_len": max_len}
+    with recording(model.generator) as calls:
+        out = core.output(CACHED, fn, inputs | {"start_symbol": start_symbol, "end_symbol": end_symbol})
+    return out, calls
+
+
+def _first_difference(out, expected) -> str:
+    length = min(out.size(1), expected.size(1))
+    wrong = (out[:, :length] != expected[:, :length].to(out.device)).nonzero()
+    if len(wrong) == 0:
+        return (
+            f"the first {length} tokens of every row are right, but the output has {out.size(1)} "
+            f"tokens per row, not {expected.size(1)}"
+        )
+    row, step = (int(i) for i in wrong[min(range(len(wrong)), key=lambda i: int(wrong[i][1]))])
+    return (
+        f"the first wrong token is in row {row} at step {step} (column {step} of {TOKENS}): expected "
+        f"{int(expected[row, step])}, got {int(out[row, step])}; every earlier token is right"
+    )
+
+
+def _stacked(calls: list[torch.Tensor], batch: int) -> torch.Tensor | None:
+    """The generator's outputs of one decoding, [B, steps, V], when it was called on all B rows
+    with one position each time; else None (nothing to compare)."""
+    if not calls or any(
+        c.numel() != calls[0].numel() or c.numel() % batch or c.size(0) != batch for c in calls
+    ):
+        return None
+    return torch.stack([c.reshape(batch, -1) for c in calls], dim=1)
+
+
+def _same_log_probs(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:
+    return a is None or b is None or (a.shape == b.shape and core.same(a, b))
+
+
+def _mistake_runs(args) -> list[tuple[core.Mistake, object, torch.Tensor | None]]:
+    """Each mistake's tokens (or its error) and its generator outputs on these arguments."""
+    runs = []
+    model, batch = args[0], args[1].size(0)
+    with torch.no_grad():
+        for mistake in CACHED_MISTAKES:
+            with recording(model.generator) as calls:
+                try:
+                    tokens = mistake.compute(*args)
+                except Exception as error:  # noqa: BLE001 - a mistake that crashes here matches nothing
+                    tokens = error
+            runs.append((mistake, tokens, _stacked(calls, batch)))
+    return runs
+
+
+def compare_cached(fn, model, src, src_mask, max_len, start_symbol, end_symbol=None, expected=None) -> None:
+    """The learner's tokens against ``expected`` (default: full recomputation over model.decode,
+    greedy.step_by_step), then, where the learner's code called model.generator on all rows once
+    per step, its log-probabilities against full recomputation's; a known mistake is named by both."""
+    args = (model, src, src_mask, max_len, start_symbol, end_symbol)
+    out, calls = run_cached(fn, *args)
+    if expected is None:
+        expected = greedy.step_by_step(*args)
+    mine = _stacked(calls, src.size(0))
+    right_tokens = (
+        out.dtype == torch.long and out.shape == expected.shape and torch.equal(out, expected.to(out.device))
+    )
+    if right_tokens and _same_log_probs(mine, full_log_probs(model, src, src_mask, out)):
+        return
+    runs = _mistake_runs(args)
+    if end_symbol is not None:  # the mistakes about end_symbol first: the others show without it
+        runs = sorted(runs, key=lambda run: run[0].name not in END_MISTAKES)
+    for mistake, tokens, log_probs in runs:
+        if isinstance(tokens, torch.Tensor) and tokens.shape == out.shape and torch.equal(tokens, out):
+            if _same_log_probs(mine, log_probs):
+                raise core.CheckFailure(mistake.message(CACHED))
+    core.expect_dtype(CACHED, "the output", out, torch.long)
+    if right_tokens:
+        expected_log_probs = full_log_probs(model, src, src_mask, out)
+        error = (
+            (mine.double() - expected_log_probs.double()).abs()
+            if mine.shape == expected_log_probs.shape
+            else None
+        )
+        size = (
+            ""
+            if error is None
+            else f" by up to {float(error.max()):.3g} (the largest at step "
+            f"{int(error.amax(dim=(0, 2)).argmax()) + 1})"
+        )
+        raise core.CheckFailure(
+            f"{CACHED}: the tokens are right, but the log-probabilities that model.generator returned "
+            f"differ from full recomputation{size}; the argmax hid it here. Look at what reaches "
+            "model.generator: the last layer's output after model.decoder.norm, each token at its own "
+            "position, each layer with its own cache and memory keys and values."
+        )
+    raise core.CheckFailure(
+        f"{CACHED}: expected the same tokens as recomputing everything at each step (lesson 09's "
+        f"greedy_decode), {TOKENS} = {list(expected.shape)}; {_first_difference(out, expected)}. Look at "
+        "what changes from that step on: the position used for the newest token, the caches, the "
+        "end_symbol handling."
+    )
+
+
+def check_cached_shapes(fn) -> None:
+    """Long[B, max_len] without end_symbol, on the source's device, starting with start_symbol."""
+    model, src, src_mask = cached_case(VISIBLE_SEED)
+    out, _ = run_cached(fn, model, src, src_mask, CACHED_MAX_LEN, START)
+    core.expect_dtype(CACHED, "the output", out, torch.long)
+    if tuple(out.shape) == (CACHED_B, CACHED_MAX_LEN + 1):
+        raise core.CheckFailure(core.named(CACHED_MISTAKES, "one token too many").message(CACHED))
+    core.expect_shape(
+        CACHED, "the output (no end_symbol: max_len tokens per row)", out, TOKENS, (CACHED_B, CACHED_MAX_LEN)
+    )
+    core.expect_device(CACHED, "the output", out, src.device)
+    if not bool((out[:, 0] == START).all()):
+        raise core.CheckFailure(
+            f"{CACHED}: every row must begin with start_symbol = {START}, "
+            f"got first column {out[:, 0].tolist()}"
+        )
+    core.passed(
+        f"{CACHED} returns Long{TOKENS} = [{CACHED_B}, {CACHED_MAX_LEN}] (max_len tokens), "
+        "starting with start_symbol"
+    )
+
+
+def check_cached_values(fn) -> None:
+    """Without end_symbol: the same tokens as full recomputation, and the same log-probabilities."""
+    model, src, src_mask = cached_case(VISIBLE_SEED)
+    compare_cached(fn, model, src, src_mask, CACHED_MAX_LEN, START)
+    core.passed(
+        f"{CACHED} gives the same tokens as full recomputation (torch.equal) and the same "
+        f"log-probabilities at every step (a 2-layer model, B = {CACHED_B}, a padded source row)"
+    )
+
+
+def check_cached_end_symbol(fn) -> None:
+    """With end_symbol: rows finish at different steps; finished rows keep producing it."""
+    model, src, src_mask = cached_case(VISIBLE_SEED)
+    compare_cached(fn, model, src, src_mask, CACHED_MAX_LEN, START, VISIBLE_END)
+    out = greedy.step_by_step(model, src, src_mask, CACHED_MAX_LEN, START, VISIBLE_END)
+    core.passed(
+        f"{CACHED} with end_symbol = {VISIBLE_END}: rows that finish at different steps are padded "
+        f"with it, and decoding stops after {out.size(1)} of max_len = {CACHED_MAX_LEN} tokens"
+    )
+
+
+def finish_steps(tokens: torch.Tensor, end_symbol: int) -> list[int]:
+    """The step at which each row of tokens [B, L] first produced end_symbol (L if never)."""
+    steps = []
+    for row in tokens.tolist():
+        steps.append(row.index(end_symbol, 1) if end_symbol in row[1:] else len(row))
+    return steps
+
+
+CATALOGUE = {STEP: STEP_MISTAKES, CACHED: CACHED_MISTAKES}

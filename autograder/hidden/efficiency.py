@@ -1,0 +1,67 @@
+"""Hidden tests for lesson 11: fresh sizes, weights and inputs, compared with the reference package."""
+
+import torch
+
+from autograder.checks import efficiency as checks
+from autograder.checks import greedy
+from autograder.checks.device import DEVICE, DTYPE
+from autograder.checks.oracles import randomize_
+from autograder.hidden.core import Fresh, replayable
+from solutions.encoder_decoder import DecoderLayer as ReferenceDecoderLayer
+from solutions.masking import causal_mask
+from solutions.output_layer import Transformer as ReferenceTransformer
+from solutions.output_layer import greedy_decode as reference_greedy_decode
+
+
+@replayable
+def hidden_decoder_layer_step(fresh: Fresh, fn, norm_first: bool, trials: int = 2) -> None:
+    """Fresh sizes (h of 2 or 4, B of 2 or 3, up to 7 positions), a reference DecoderLayer with fresh
+    weights, a source with padding; then a fixed layer built by the checks on which every known
+    mistake shows. Each run position by position against the full layer's forward."""
+    for _ in range(trials):
+        n_heads = (2, 4)[fresh.size(0, 1)]
+        d_model, d_ff = n_heads * fresh.size(2, 4), fresh.size(8, 24)
+        batch, t_tgt, t_src = fresh.size(2, 3), fresh.size(3, 7), fresh.size(3, 8)
+        layer = ReferenceDecoderLayer(d_model, n_heads, d_ff, norm_first=norm_first)
+        layer = randomize_(layer.to(device=DEVICE, dtype=DTYPE), fresh.generator).eval()
+        x, memory = fresh.tensor(batch, t_tgt, d_model), fresh.tensor(batch, t_src, d_model)
+        src_mask = fresh.bools(batch, 1, 1, t_src, p=0.7)
+        src_mask[..., 0] = True  # every row keeps a source token
+        src_mask[-1, ..., -1] = False  # and the last row ends in padding
+        with torch.no_grad():
+            states = layer(x, memory, src_mask, causal_mask(t_tgt, x.device))
+        checks.compare_steps(fn, checks.case_from(layer, x, memory, src_mask, states))
+    seed = 61 if norm_first else 71
+    checks.compare_steps(fn, checks.step_case(seed, norm_first, batch=3, t_tgt=5, t_src=6))
+
+
+@replayable
+def hidden_cached_greedy_decode(fresh: Fresh, fn, with_end: bool) -> None:
+    """A fresh stand-in model (Post-LN or Pre-LN, one to three layers) and source; a small reference
+    Transformer with fresh weights; the fixed stand-in on which every known mistake shows. Each
+    against the reference greedy_decode (full recomputation): the tokens, then the log-probabilities."""
+    cases = []
+    model, src, src_mask = checks.cached_case(
+        int(fresh.size(0, 10**6)), batch=fresh.size(2, 4), t_src=fresh.size(3, 8),
+        n_layers=fresh.size(1, 3), norm_first=bool(fresh.size(0, 1)), generator=fresh.generator,
+    )  # fmt: skip
+    max_len = fresh.size(4, 12)
+    free = reference_greedy_decode(model, src, src_mask, max_len, checks.START)
+    cases.append((model, src, src_mask, max_len, int(free[0, 2]) if with_end else None))
+
+    args = {"src_vocab": 9, "tgt_vocab": 10, "d_model": 8, "n_heads": 2, "d_ff": 16, "n_layers": 2}
+    transformer = ReferenceTransformer(**args, dropout=0.0, max_len=20)
+    transformer = randomize_(transformer.to(device=DEVICE, dtype=DTYPE), fresh.generator).eval()
+    src = fresh.tokens(3, fresh.size(3, 7), vocab_size=9, low=1)
+    src[-1, -1] = 0
+    src_mask = (src != 0)[:, None, None, :]
+    max_len = fresh.size(4, 10)
+    free = reference_greedy_decode(transformer, src, src_mask, max_len, checks.START)
+    cases.append((transformer, src, src_mask, max_len, int(free[1, 2]) if with_end else None))
+
+    model, src, src_mask = checks.cached_case(checks.HIDDEN_SEED)
+    cases.append((model, src, src_mask, checks.CACHED_MAX_LEN, checks.HIDDEN_END if with_end else None))
+
+    for model, src, src_mask, max_len, end in cases:
+        expected = reference_greedy_decode(model, src, src_mask, max_len, greedy.START, end)
+        checks.compare_cached(fn, model, src, src_mask, max_len, greedy.START, end, expected=expected)

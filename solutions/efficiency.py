@@ -1,0 +1,108 @@
+"""Lesson 11: incremental decoding with a key/value cache."""
+
+import torch
+
+from solutions.attention import scaled_dot_product_attention
+from solutions.multi_head import merge_heads, split_heads
+
+
+def decoder_layer_step(
+    layer: torch.nn.Module,
+    x: torch.Tensor,
+    memory_kv: tuple[torch.Tensor, torch.Tensor],
+    src_mask: torch.Tensor | None,
+    cache: dict | None,
+) -> tuple[torch.Tensor, dict]:
+    """One DecoderLayer (lesson 08) applied to the newest target position only.
+
+    x: [B, 1, D], the layer's input at the newest position t (counted from 1).
+    memory_kv: (k_mem, v_mem), each [B, h, S, d_k]: the cross-attention's keys and values,
+        split_heads(layer.cross_attn.w_k(memory)) and the same with w_v, computed once.
+    src_mask: Bool[B, 1, 1, S] (padding of the source) or None.
+    cache: {"k": [B, h, t-1, d_k], "v": [B, h, t-1, d_k]}, the self-attention's keys and
+        values of the earlier positions; empty (or None, or holding None) at the first step.
+    Returns (out [B, 1, D], cache) with cache["k"] and cache["v"] now [B, h, t, d_k]: out
+    equals the last position of layer(x_1..t, memory, src_mask, causal_mask(t)).
+    Post-LN or Pre-LN as layer.norm_first says; dropout does nothing in eval mode.
+    """
+    ### BEGIN SOLUTION
+    cache = {} if cache is None else cache
+    k_mem, v_mem = memory_kv  # [B, h, S, d_k] each
+    n_heads = k_mem.size(1)
+
+    def self_attention(h: torch.Tensor) -> torch.Tensor:  # [B, 1, D] -> [B, 1, D]
+        attn = layer.self_attn
+        q = split_heads(attn.w_q(h), n_heads)  # [B, h, 1, d_k]
+        k = split_heads(attn.w_k(h), n_heads)  # [B, h, 1, d_k]
+        v = split_heads(attn.w_v(h), n_heads)  # [B, h, 1, d_k]
+        if cache.get("k") is not None:
+            k = torch.cat([cache["k"], k], dim=2)  # [B, h, t, d_k]
+            v = torch.cat([cache["v"], v], dim=2)  # [B, h, t, d_k]
+        cache["k"], cache["v"] = k, v
+        out, _ = scaled_dot_product_attention(q, k, v)  # no mask: the cache holds only the past
+        return attn.w_o(merge_heads(out))  # [B, 1, D]
+
+    def cross_attention(h: torch.Tensor) -> torch.Tensor:  # [B, 1, D] -> [B, 1, D]
+        attn = layer.cross_attn
+        q = split_heads(attn.w_q(h), n_heads)  # [B, h, 1, d_k]
+        out, _ = scaled_dot_product_attention(q, k_mem, v_mem, src_mask)  # [B, h, 1, d_k]
+        return attn.w_o(merge_heads(out))  # [B, 1, D]
+
+    if layer.norm_first:
+        x = x + layer.dropout1(self_attention(layer.norm1(x)))
+        x = x + layer.dropout2(cross_attention(layer.norm2(x)))
+        x = x + layer.dropout3(layer.ffn(layer.norm3(x)))
+    else:
+        x = layer.norm1(x + layer.dropout1(self_attention(x)))
+        x = layer.norm2(x + layer.dropout2(cross_attention(x)))
+        x = layer.norm3(x + layer.dropout3(layer.ffn(x)))
+    return x, cache  # [B, 1, D], {"k", "v": [B, h, t, d_k]}
+    ### END SOLUTION
+
+
+@torch.no_grad()
+def cached_greedy_decode(
+    model: torch.nn.Module,
+    src: torch.Tensor,
+    src_mask: torch.Tensor | None,
+    max_len: int,
+    start_symbol: int,
+    end_symbol: int | None = None,
+) -> torch.Tensor:
+    """greedy_decode (lesson 09), computed incrementally with a key/value cache per layer.
+
+    src: Long[B, S] -> Long[B, L] with L <= max_len, starting with start_symbol: the same
+    tokens as greedy_decode. The source is encoded once; each decoder layer's memory keys
+    and values are computed once; at each step only the newest token is embedded (with its
+    position's row of the positional table) and run through every layer with
+    decoder_layer_step, then through model.decoder.norm and model.generator.
+    Once a row has produced end_symbol it keeps producing it; decoding stops when every
+    row has. Put the model in eval mode first.
+    """
+    ### BEGIN SOLUTION
+    memory = model.encode(src, src_mask)  # [B, S, D]
+    layers = list(model.decoder.layers)
+    memory_kv = []
+    for layer in layers:  # the cross-attention's keys and values, once per layer
+        n_heads = layer.self_attn.n_heads
+        k_mem = split_heads(layer.cross_attn.w_k(memory), n_heads)  # [B, h, S, d_k]
+        v_mem = split_heads(layer.cross_attn.w_v(memory), n_heads)  # [B, h, S, d_k]
+        memory_kv.append((k_mem, v_mem))
+    caches = [{} for _ in layers]  # one per layer: {"k", "v": [B, h, t, d_k]}
+    pe = model.positional.pe  # [max_len, D]
+    ys = torch.full((src.size(0), 1), start_symbol, dtype=torch.long, device=src.device)
+    finished = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+    for t in range(max_len - 1):
+        x = model.tgt_embed(ys[:, -1:]) + pe[t]  # the newest token at position t: [B, 1, D]
+        for index, layer in enumerate(layers):
+            x, caches[index] = decoder_layer_step(layer, x, memory_kv[index], src_mask, caches[index])
+        log_probs = model.generator(model.decoder.norm(x[:, -1]))  # [B, V]
+        next_token = log_probs.argmax(dim=-1)  # [B]
+        if end_symbol is not None:
+            next_token = next_token.masked_fill(finished, end_symbol)
+            finished |= next_token == end_symbol
+        ys = torch.cat([ys, next_token[:, None]], dim=1)  # [B, t + 2]
+        if end_symbol is not None and bool(finished.all()):
+            break
+    return ys
+    ### END SOLUTION

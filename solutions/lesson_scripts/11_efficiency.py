@@ -1,0 +1,431 @@
+# %% [markdown]
+# # Lesson 11: Efficiency: a key/value cache for decoding, and what attention costs
+#
+# Lesson 09 ended with a measurement: greedy decoding gets slow as the output grows,
+# because step $t$ runs the decoder over the whole prefix of $t$ tokens again, although
+# only the newest token is new. This lesson removes that repeated work, and then looks at
+# the other cost every Transformer pays, the $n \times n$ attention matrix:
+#
+# 1. **a key/value cache**: each decoder layer keeps the keys and values of the positions
+#    it has already seen, so a step computes only the newest position;
+# 2. **incremental greedy decoding** built on it, which must give *exactly* the tokens of
+#    lesson 09's `greedy_decode`;
+# 3. **measurements**: decoding time against the output length with and without the cache,
+#    and the time and memory of attention against the sequence length, beside PyTorch's
+#    fused `F.scaled_dot_product_attention`.
+#
+# **You will write:** `decoder_layer_step(layer, x, memory_kv, src_mask, cache)` and
+# `cached_greedy_decode(model, src, src_mask, max_len, start_symbol, end_symbol=None)`.
+#
+# Letters, as in every lesson: $B$ batch, $T$ target length ($t$ the current step), $S$
+# source length, $D = d_\text{model}$, $h$ heads, $d_k = D / h$, $N$ layers, $L$ the
+# output length, $V$ the vocabulary.
+
+# %%
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+
+from autograder.checks import efficiency as checks
+from autograder.checks.device import DEVICE
+from autograder.timing import median_seconds
+from solutions.attention import scaled_dot_product_attention
+from solutions.masking import causal_mask
+from solutions.multi_head import merge_heads, split_heads
+from solutions.output_layer import Transformer, greedy_decode
+
+torch.manual_seed(0)
+print("device:", DEVICE.type)
+
+# %% [markdown]
+# ## Why the past does not change
+#
+# Take one decoder layer at step $t$ of greedy decoding, reading the prefix
+# $y_1, \dots, y_t$. Its masked self-attention gives position $i$ the output
+#
+# $$\text{out}_i = \sum_{j \le i} \operatorname{softmax}_j\!\left(\frac{q_i \cdot k_j}{\sqrt{d_k}}\right) v_j,
+# \qquad q_i = x_i W_Q,\; k_j = x_j W_K,\; v_j = x_j W_V .$$
+#
+# The causal mask is the whole story: position $i$ reads only positions $j \le i$, so its
+# output, and everything the layer computes from it, depends on $y_1, \dots, y_i$ only.
+# Appending $y_{t+1}$ changes nothing at positions $1, \dots, t$, in this layer or in any
+# layer above (by induction over the layers). Lesson 09's loop recomputed all of them at
+# every step and threw away everything but the last position.
+#
+# What the newest position $t$ needs from the past is exactly $k_1, \dots, k_{t-1}$ and
+# $v_1, \dots, v_{t-1}$ of each layer's self-attention. Keep them, and a step is:
+#
+# 1. compute $q_t, k_t, v_t$ from the newest position's input $x_t$ (`[B, 1, D]`);
+# 2. **append** $k_t, v_t$ to the cache: it now holds $k_1..k_t$ and $v_1..v_t$, `[B, h, t, d_k]`;
+# 3. attend with the one query $q_t$ over all $t$ cached keys. **No causal mask**: the cache
+#    holds only the past and the present, there is no future to hide.
+#
+# Cross-attention is even simpler: its keys and values are projections of the encoder's
+# memory, which does not change while decoding. Compute $K_\text{mem} = \text{memory}\,W_K$
+# and $V_\text{mem} = \text{memory}\,W_V$ once per layer, before the first step.
+#
+# | tensor | shape | |
+# |---|---|---|
+# | `x` (the newest position's input to the layer) | `[B, 1, D]` | |
+# | `q`, and the new `k`, `v` | `[B, h, 1, d_k]` | `split_heads(layer.self_attn.w_q(h), h)`, ... |
+# | `cache["k"]`, `cache["v"]` before the step | `[B, h, t-1, d_k]` | absent at the first step (`{}`) |
+# | `cache["k"]`, `cache["v"]` after the step | `[B, h, t, d_k]` | `torch.cat([old, new], dim=2)` |
+# | self-attention scores | `[B, h, 1, t]` | one row: no mask |
+# | `memory_kv = (k_mem, v_mem)` | `[B, h, S, d_k]` each | once per layer |
+# | cross-attention scores | `[B, h, 1, S]` | with `src_mask` `[B, 1, 1, S]` |
+# | the step's output | `[B, 1, D]` | |
+#
+# The residual connections, the LayerNorms and the feed-forward network act on each
+# position on its own, so they apply to the one new position exactly as in lesson 08:
+#
+# - **Post-LN** (`layer.norm_first` is False): $x \leftarrow \text{norm}_1(x + \text{SelfAttn}(x))$,
+#   $x \leftarrow \text{norm}_2(x + \text{CrossAttn}(x))$, $x \leftarrow \text{norm}_3(x + \text{FFN}(x))$;
+# - **Pre-LN** (`layer.norm_first` is True): $x \leftarrow x + \text{SelfAttn}(\text{norm}_1(x))$, and so on;
+#   the query, key and value all come from $\text{norm}_1(x)$.
+
+# %% [markdown]
+# ## Exercise: `decoder_layer_step`
+#
+# Apply one `DecoderLayer` (lesson 08) to the newest position only. Use the layer's parts
+# by their lesson 08 names: `layer.self_attn` and `layer.cross_attn` (each with `w_q`,
+# `w_k`, `w_v`, `w_o`), `layer.ffn`, `layer.norm1`, `layer.norm2`, `layer.norm3`,
+# `layer.dropout1` to `layer.dropout3` (they do nothing in eval mode; you may leave them
+# out) and `layer.norm_first`. The number of heads is `k_mem.size(1)` (or
+# `layer.self_attn.n_heads`). `split_heads`, `merge_heads` (lesson 05) and
+# `scaled_dot_product_attention` (lesson 03) are imported.
+#
+# - `cache` is a dict: empty (`{}`) at the first step, then holding `"k"` and `"v"`.
+# - Return a pair: the output `[B, 1, D]` **and the updated cache**. (Updating the dict you
+#   were given is fine too, but return it: the grader may hand you a copy.)
+#
+# The checks run your function position by position over a target of $T$ positions,
+# feeding back the cache it returns, and compare the stacked outputs `[B, T, D]` with
+# PyTorch's own `nn.TransformerDecoderLayer` run over all $T$ positions at once with a
+# causal mask (the same weights): Post-LN and Pre-LN, $B = 2$ and $3$, a source with
+# padding.
+
+# %% exercise solutions.efficiency.decoder_layer_step
+
+# %% [markdown]
+# ## Check your work
+#
+# Each check prints a ✓ line when it passes. When it fails, its message says what it
+# expected and what it got, and if your output matches a common mistake, it names it.
+
+# %% test test_decoder_layer_step_cache points=1
+checks.check_step_cache(decoder_layer_step)
+
+# %% test test_decoder_layer_step_post_ln points=2
+checks.check_step_post_ln(decoder_layer_step)
+### BEGIN HIDDEN TESTS
+from autograder.hidden.efficiency import hidden_decoder_layer_step
+
+hidden_decoder_layer_step(decoder_layer_step, norm_first=False)
+### END HIDDEN TESTS
+
+# %% test test_decoder_layer_step_pre_ln points=2
+checks.check_step_pre_ln(decoder_layer_step)
+### BEGIN HIDDEN TESTS
+from autograder.hidden.efficiency import hidden_decoder_layer_step
+
+hidden_decoder_layer_step(decoder_layer_step, norm_first=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Incremental greedy decoding
+#
+# Now the whole decoder. Lesson 09's `greedy_decode` called `model.decode` on the whole
+# prefix at every step; `cached_greedy_decode` does the same work one position at a time:
+#
+# 1. `memory = model.encode(src, src_mask)`, once: `[B, S, D]`.
+# 2. For every layer of `model.decoder.layers`, its `memory_kv`:
+#    `split_heads(layer.cross_attn.w_k(memory), h)` and the same with `w_v`, once.
+# 3. One cache per layer, `{}` each (a list of dicts: *not* `[{}] * N`, which is one dict
+#    $N$ times).
+# 4. At step $t = 0, 1, \dots, \text{max\_len} - 2$ the newest token `ys[:, -1:]` sits at
+#    position $t$ (the start symbol is position 0). Embed it with
+#    `model.tgt_embed(ys[:, -1:])` and add **its own row** of the positional table,
+#    `model.positional.pe[t]`: `[B, 1, D]`. (Calling `model.positional` on a `[B, 1, D]`
+#    input would add row 0, the start symbol's.)
+# 5. Run it through every layer with `decoder_layer_step`, keeping each layer's cache.
+# 6. `model.decoder.norm`, then `model.generator`, then the argmax: the next token, handled
+#    exactly as in lesson 09 (a row that has produced `end_symbol` keeps producing it, and
+#    decoding stops when every row has).
+#
+# The result must be **identical** to `greedy_decode`'s: the same tokens (`torch.equal`),
+# and log-probabilities equal up to rounding. The checks use a small Transformer built by
+# the grader (two layers, $D = 8$, a source with padding, rows that finish at different
+# steps), compare your tokens with full recomputation, and read the log-probabilities
+# your calls of `model.generator` return.
+#
+# | tensor | shape |
+# |---|---|
+# | `memory` | `[B, S, D]` |
+# | `memory_kv[l]` | two `[B, h, S, d_k]` |
+# | `caches[l]["k"]`, `caches[l]["v"]` after step $t$ | `[B, h, t + 1, d_k]` |
+# | newest token, its embedding plus `pe[t]` | `[B, 1]`, `[B, 1, D]` |
+# | after the layers, `decoder.norm`, `generator` | `[B, 1, D]`, `[B, 1, D]`, `[B, 1, V]` |
+# | `ys` after step $t$ | `[B, t + 2]` |
+
+# %% [markdown]
+# ## Exercise: `cached_greedy_decode`
+#
+# Write it with your `decoder_layer_step`. The `@torch.no_grad()` line is given. Keep the
+# tokens `torch.long` and create new tensors on `src`'s device.
+
+# %% exercise solutions.efficiency.cached_greedy_decode
+
+# %% test test_cached_greedy_decode_shapes points=1
+checks.check_cached_shapes(cached_greedy_decode)
+
+# %% test test_cached_greedy_decode_values points=2
+checks.check_cached_values(cached_greedy_decode)
+### BEGIN HIDDEN TESTS
+from autograder.hidden.efficiency import hidden_cached_greedy_decode
+
+hidden_cached_greedy_decode(cached_greedy_decode, with_end=False)
+### END HIDDEN TESTS
+
+# %% test test_cached_greedy_decode_end_symbol points=2
+checks.check_cached_end_symbol(cached_greedy_decode)
+### BEGIN HIDDEN TESTS
+from autograder.hidden.efficiency import hidden_cached_greedy_decode
+
+hidden_cached_greedy_decode(cached_greedy_decode, with_end=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## The same tokens, for real
+#
+# On a model of the course's own `Transformer` (lesson 09) with random weights, in float32,
+# both decoders give the same tokens; their log-probabilities differ only by rounding,
+# because the cached one adds the same numbers in another order (one query row instead of
+# a masked matrix).
+
+# %% experiment
+torch.manual_seed(1)
+same_model = Transformer(10, 10, d_model=32, n_heads=4, d_ff=64, n_layers=2, dropout=0.0).eval()
+same_src = torch.randint(3, 10, (4, 7))  # [B, S]
+full = greedy_decode(same_model, same_src, None, 20, 1)
+step_log_probs = []  # what the cached decoder's generator returns at each step, [B, V] each
+hook = same_model.generator.register_forward_hook(
+    lambda module, args, out: step_log_probs.append(out.reshape(4, -1))
+)
+cached = cached_greedy_decode(same_model, same_src, None, 20, 1)
+hook.remove()
+print("same tokens:", torch.equal(full, cached), "shape", tuple(cached.shape))
+with torch.no_grad():
+    prefix = cached[:, :-1]  # [B, L - 1]: the input of each step
+    states = same_model.decode(same_model.encode(same_src, None), None, prefix, causal_mask(prefix.size(1)))
+    full_log_probs = same_model.generator(states)  # [B, L - 1, V]
+difference = (torch.stack(step_log_probs, dim=1) - full_log_probs).abs().max().item()
+print("log-probabilities differ by less than 1e-5:", difference < 1e-5)
+
+# %% [markdown]
+# ## How much faster? Time against the output length
+#
+# Count the work of one step at position $t$ for one sequence, in multiply-adds, for $N$
+# layers ($d_\text{ff} = 4D$; per position, the self-attention's four projections are
+# $4D^2$, the cross-attention's query and output projections $2D^2$, the feed-forward
+# network $8D^2$):
+#
+# | | without a cache (lesson 09) | with a cache |
+# |---|---|---|
+# | projections and feed-forward | $N \cdot 14\, t D^2$ | $N \cdot 14 D^2$ |
+# | self-attention scores and weighted sum | $N \cdot 2 t^2 D$ | $N \cdot 2 t D$ |
+# | cross-attention | $N (2 t S D + 2 S D^2)$: the memory is projected again | $N \cdot 2 S D$ (and $2 N S D^2$ once) |
+# | the whole decoding, $L$ steps (large $L$) | $\approx N (7 L^2 D^2 + \tfrac{2}{3} L^3 D)$ | $\approx N (14 L D^2 + L^2 D)$ |
+#
+# So without a cache, the time of a whole decoding grows like $L^2$ while the $D^2$ terms
+# dominate and like $L^3$ for long outputs; with it, like $L$, then $L^2$. A fit of
+# $\text{time} \approx c\, L^p$ to the measurements, a straight line in log-log axes,
+# estimates the exponent $p$. The measurement uses the CPU, $D = 64$, $h = 4$, two layers,
+# $B = 4$, and no `end_symbol`, so every row runs to $L$ tokens. Timings on a shared
+# machine are noisy: each point is the median of several runs.
+
+
+# %% experiment output-varies
+def fitted_exponent(sizes, seconds):
+    """The slope p of log(seconds) = p log(size) + c, by least squares."""
+    x, y = torch.tensor(sizes, dtype=torch.float64).log(), torch.tensor(seconds, dtype=torch.float64).log()
+    x = x - x.mean()
+    return float((x * (y - y.mean())).sum() / (x * x).sum())
+
+
+torch.manual_seed(2)
+timed = Transformer(10, 10, d_model=64, n_heads=4, d_ff=256, n_layers=2, dropout=0.0).eval()
+timed_src = torch.randint(3, 10, (4, 16))  # [B, S]
+lengths, without_cache, with_cache = [32, 64, 128, 256], [], []
+for length in lengths:
+    slow = median_seconds(greedy_decode, timed, timed_src, None, length, 1, min_run_time=0.2)
+    fast = median_seconds(cached_greedy_decode, timed, timed_src, None, length, 1, min_run_time=0.2)
+    without_cache.append(slow)
+    with_cache.append(fast)
+    print(
+        f"L={length:4d}: without cache {slow * 1e3:8.1f} ms, with cache {fast * 1e3:7.1f} ms, "
+        f"{slow / fast:5.1f}x faster"
+    )
+p_slow, p_fast = fitted_exponent(lengths, without_cache), fitted_exponent(lengths, with_cache)
+print(f"fitted exponents: without cache L^{p_slow:.2f}, with cache L^{p_fast:.2f}")
+at_512 = without_cache[-1] * 2**p_slow / (with_cache[-1] * 2**p_fast)
+print(f"extrapolated to L=512: about {at_512:.0f}x faster (tests/benchmarks/bench_kv_cache.py measures it)")
+
+fig, ax = plt.subplots(figsize=(6, 4))
+ax.loglog(lengths, without_cache, "o-", label=f"without cache (L^{p_slow:.1f})")
+ax.loglog(lengths, with_cache, "o-", label=f"with cache (L^{p_fast:.1f})")
+ax.set_xlabel("output length L (tokens)")
+ax.set_ylabel("seconds per decoding (B = 4)")
+ax.set_title("Greedy decoding on the CPU, D = 64, two layers")
+ax.legend();
+
+# %% [markdown]
+# The cached decoder's time grows about linearly: at this size each step costs about the
+# same, a few dozen small operations whose fixed overhead outweighs the arithmetic. The
+# uncached one grows about quadratically or worse, and the gap widens with every token;
+# `tests/benchmarks/bench_kv_cache.py` measures the ratio at $L = 512$ directly.
+#
+# What the cache costs is **memory**: two tensors `[B, h, t, d_k]` per layer, that is
+# $2 \cdot N \cdot B \cdot t \cdot D$ numbers (plus the memory's keys and values,
+# $2 \cdot N \cdot B \cdot S \cdot D$, computed once). For the paper's base model ($N = 6$,
+# $D = 512$) in float32 that is $24\,\text{KiB}$ per token and sequence, $12\,\text{MiB}$
+# for one sequence of 512 tokens, and $1.5\,\text{GiB}$ for a batch of 128 such sequences:
+# in large language models serving many users, the key/value cache, not the weights, is
+# often what fills the accelerator's memory.
+#
+# ## What attention costs: the $n \times n$ matrix
+#
+# Training and encoding have no cache to help: every position attends to every other, and
+# lesson 03's attention builds the whole score matrix. For one layer with $h$ heads over
+# $n$ positions of width $D$ (batch 1):
+#
+# - time: $Q K^\top$ and the weighted sum of values are $2 n^2 D$ multiply-adds: $O(n^2 D)$;
+# - memory: besides $Q$, $K$, $V$ ($3 n D$ numbers), the weights `[h, n, n]`: $n^2 h$ numbers.
+#
+# In float32 that is $4\,(3 n D + n^2 h)$ bytes. With $D = 128$, $h = 4$: at $n = 1024$ the
+# matrix takes 16 MiB against 1.5 MiB for $Q, K, V$; at $n = 16\,384$, 4 GiB. The quadratic
+# term wins from $n = 3D/h = 96$ on.
+#
+# Which memory? The score matrix exists while the forward pass runs, and in training,
+# autograd **keeps** it until the backward pass (the softmax's gradient needs its output).
+# The measurement below counts exactly what autograd keeps, with
+# `torch.autograd.graph.saved_tensors_hooks`, each tensor's storage once, on the CPU and
+# in float32. That is a count, not a timing, so it is the same on every machine. (On a
+# GPU, `torch.cuda.max_memory_allocated()` gives the peak of everything allocated.)
+
+
+# %% experiment
+def saved_bytes(attention_fn, n, d_model=128, n_heads=4):
+    """The bytes of the tensors autograd keeps for the backward pass of one attention call."""
+    q, k, v = (torch.randn(1, n_heads, n, d_model // n_heads, requires_grad=True) for _ in range(3))
+    storages = {}
+
+    def keep(tensor):
+        storages[tensor.untyped_storage().data_ptr()] = tensor.untyped_storage().nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(keep, lambda tensor: tensor):
+        attention_fn(q, k, v)
+    return sum(storages.values())
+
+
+def course_attention(q, k, v):
+    return scaled_dot_product_attention(q, k, v)[0]
+
+
+print(
+    f"{'n':>6} {'formula 4(3nD + n^2 h)':>24} {'lesson 03 keeps':>16} "
+    f"{'F.scaled_dot_product_attention keeps':>38}"
+)
+for n in (128, 256, 512, 1024, 2048):
+    formula = 4 * (3 * n * 128 + n * n * 4)
+    ours, fused = saved_bytes(course_attention, n), saved_bytes(F.scaled_dot_product_attention, n)
+    print(f"{n:6d} {formula / 2**20:20.2f} MiB {ours / 2**20:12.2f} MiB {fused / 2**20:34.2f} MiB")
+
+# %% [markdown]
+# Lesson 03's attention keeps exactly the formula: $Q$, $K$, $V$ and the weights (the
+# softmax's output, which the weighted sum of values also needs). Doubling $n$ multiplies
+# it by almost 4. PyTorch's `F.scaled_dot_product_attention` keeps $Q$, $K$, $V$, its
+# output and one number per query row (the log-sum-exp of the scores): $4 n D + n h$
+# numbers, **linear** in $n$. It never stores the matrix: on the CPU it runs a
+# *flash-attention* kernel that walks over blocks of keys, keeping for each query a
+# running maximum, a running sum of exponentials and a running weighted sum of values, and
+# rescales them when a larger score appears (the "online softmax"). The backward pass
+# recomputes the blocks of scores it needs instead of reading them back.
+#
+# Now the time, for the same shapes, each point the median of several runs on one CPU
+# thread (noisy on a shared machine).
+
+
+# %% experiment output-varies
+sizes, ours_seconds, fused_seconds = [256, 512, 1024, 2048], [], []
+for n in sizes:
+    q, k, v = (torch.randn(1, 4, n, 32) for _ in range(3))  # [B, h, n, d_k], D = 128
+    with torch.no_grad():
+        ours_seconds.append(median_seconds(scaled_dot_product_attention, q, k, v, min_run_time=0.3))
+        fused_seconds.append(median_seconds(F.scaled_dot_product_attention, q, k, v, min_run_time=0.3))
+    print(
+        f"n={n:5d}: lesson 03 {ours_seconds[-1] * 1e3:8.2f} ms, "
+        f"F.scaled_dot_product_attention {fused_seconds[-1] * 1e3:8.2f} ms"
+    )
+print(
+    f"fitted exponents: lesson 03 n^{fitted_exponent(sizes, ours_seconds):.2f}, "
+    f"F.scaled_dot_product_attention n^{fitted_exponent(sizes, fused_seconds):.2f}"
+)
+
+# %% [markdown]
+# Both grow roughly like $n^2$ (the fits land near 2; below that, fixed costs still
+# matter). A fused kernel is often several times faster, because it reads and writes the
+# memory fewer times: the scores never travel to main memory and back between the matrix
+# product, the mask, the softmax and the second product. But it does **the same
+# arithmetic**, $O(n^2 D)$: fusing changes where the numbers live, not how many there are
+# to compute.
+#
+# | | lesson 03's attention | a fused (flash) kernel |
+# |---|---|---|
+# | multiply-adds | $2 n^2 D$ | $2 n^2 D$ (and some more in the backward pass, which recomputes scores) |
+# | memory kept for backward | $3 n D + h n^2$: $O(n^2)$ | $4 n D + h n$: $O(n)$ |
+# | passes over the scores in memory | several (matmul, scale, mask, softmax, matmul) | none: blocks stay in cache or registers |
+#
+# To make attention itself cheaper than $O(n^2)$ one has to change the model (local or
+# sparse attention, linear attention), and then the results change too; the cache and the
+# fused kernels change only the cost, never a single output token.
+#
+# ## Summary
+#
+# - With a causal mask, the states of earlier positions never change, so a decoder only
+#   needs each layer's **keys and values** of the past: the key/value cache, `[B, h, t, d_k]`
+#   per layer, growing by one position per step.
+# - A cached step computes one query, appends one key and one value, and attends over all
+#   $t$ cached positions **without a mask**; cross-attention's keys and values come from
+#   the memory, computed once per layer.
+# - The newest token needs the positional encoding of **its own** position, `pe[t]`.
+# - Cached decoding gives the same tokens as full recomputation; its time grows about
+#   linearly with the output length instead of quadratically or worse. It costs
+#   $2 N B t D$ numbers of memory.
+# - Attention's score matrix costs $O(n^2)$ time and, stored, $O(n^2)$ memory:
+#   $4(3nD + n^2 h)$ bytes in float32. Fused kernels such as
+#   `F.scaled_dot_product_attention` keep $O(n)$ memory but do the same $O(n^2 D)$ work.
+#
+# ## Glossary
+#
+# | English | 中文 |
+# |---|---|
+# | key/value cache (KV cache) | 键值缓存（KV 缓存） |
+# | incremental decoding | 增量解码 |
+# | full recomputation | 完全重算 |
+# | autoregressive decoding | 自回归解码 |
+# | causal mask | 因果掩码 |
+# | cross-attention | 交叉注意力 |
+# | encoder memory | 编码器记忆 |
+# | post-LN / pre-LN | 后置层归一化 / 前置层归一化 |
+# | positional encoding | 位置编码 |
+# | time complexity | 时间复杂度 |
+# | memory footprint | 内存占用 |
+# | log-log plot / exponent fit | 双对数图 / 指数拟合 |
+# | least squares | 最小二乘 |
+# | fused kernel | 融合算子 |
+# | flash attention | FlashAttention（一般不译） |
+# | online softmax | 在线 softmax |
+# | saved tensors (for backward) | 保存的张量（用于反向传播） |
+# | memory bandwidth | 内存带宽 |
+# | floating-point operations (FLOPs) | 浮点运算次数 |

@@ -1,0 +1,71 @@
+"""Alternative correct train_step for lesson 10: F.cross_entropy with ignore_index and
+label_smoothing, an explicit smoothed target distribution with the gradients cleared by hand,
+and F.nll_loss with the gradients cleared after the step."""
+
+import torch
+import torch.nn.functional as F
+
+
+def train_step_cross_entropy(model, batch, optimizer, pad_id, smoothing=0.0, scheduler=None):
+    """zero_grad(set_to_none=False) before the forward; F.cross_entropy on the log-probabilities
+    (log_softmax of a log_softmax changes nothing) with ignore_index and label_smoothing."""
+    optimizer.zero_grad(set_to_none=False)
+    model.train()
+    states = model(batch["src"], batch["tgt_in"], batch["src_mask"], batch["tgt_mask"])
+    log_probs = model.generator(states)
+    loss = F.cross_entropy(
+        log_probs.flatten(0, 1), batch["tgt_out"].flatten(), ignore_index=pad_id, label_smoothing=smoothing
+    )
+    loss.backward()
+    optimizer.step()
+    if scheduler:
+        scheduler.step()
+    return loss.item()
+
+
+def train_step_smoothed_distribution(model, batch, optimizer, pad_id, smoothing=0.0, scheduler=None):
+    """The smoothed target written out (1 - smoothing + smoothing / V on the right token,
+    smoothing / V elsewhere), a masked mean, the gradients set to None by hand, float(loss)."""
+    model.train(True)
+    for parameter in model.parameters():
+        parameter.grad = None
+    tgt_out = batch["tgt_out"]
+    log_probs = model.generator(
+        model(src=batch["src"], tgt=batch["tgt_in"], src_mask=batch["src_mask"], tgt_mask=batch["tgt_mask"])
+    )
+    vocab = log_probs.size(-1)
+    target = torch.full_like(log_probs, smoothing / vocab)
+    target.scatter_add_(-1, tgt_out.unsqueeze(-1), torch.full_like(log_probs[..., :1], 1.0 - smoothing))
+    per_token = -(target * log_probs).sum(dim=-1)  # [B, T]
+    real = (tgt_out != pad_id).to(per_token.dtype)
+    loss = (per_token * real).sum() / real.sum()
+    loss.backward()
+    optimizer.step()
+    if scheduler is not None:
+        scheduler.step()
+    return float(loss)
+
+
+def train_step_zero_grad_after(model, batch, optimizer, pad_id, smoothing=0.0, scheduler=None):
+    """F.nll_loss summed over the real tokens, divided by their count, plus the smoothing term;
+    the gradients cleared after the step, ready for the next call."""
+    model.train()
+    memory = model.encode(batch["src"], batch["src_mask"])
+    states = model.decode(memory, batch["src_mask"], batch["tgt_in"], batch["tgt_mask"])
+    log_probs = model.generator(states).reshape(-1, model.generator.proj.out_features)
+    target = batch["tgt_out"].reshape(-1)
+    real = target != pad_id
+    nll = F.nll_loss(log_probs, target, ignore_index=pad_id, reduction="sum")
+    uniform = -log_probs[real].mean(dim=-1).sum()
+    loss = ((1 - smoothing) * nll + smoothing * uniform) / real.sum()
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    if scheduler is not None:
+        scheduler.step()
+    return loss.item()
+
+
+ALTERNATIVES = {
+    "train_step": [train_step_cross_entropy, train_step_smoothed_distribution, train_step_zero_grad_after],
+}
