@@ -50,6 +50,18 @@ def training_pairs(task: str, n: int, lengths: tuple[int, int], generator: torch
     return sources, [TASKS[task](s) for s in sources]
 
 
+class LearnedPositions(torch.nn.Module):
+    """x + table[:T]: one trained vector per position (lesson 10's alternative to lesson 02's
+    sinusoids), initialised at the sinusoids' scale. x: [B, T, D] -> [B, T, D]."""
+
+    def __init__(self, d_model: int, max_len: int):
+        super().__init__()
+        self.table = torch.nn.Parameter(torch.randn(max_len, d_model) * 0.7)  # [max_len, D]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.table[: x.size(1)]
+
+
 @dataclass
 class Config:
     """A training run: the model's size, the optimiser's schedule, the data and the budget."""

@@ -200,19 +200,19 @@ hidden_sequence_loss(sequence_loss, smoothing=True)
 # one.
 
 # %% experiment
-target = torch.tensor([[5]])  # [B, T] = [1, 1]
-smoothing = 0.1
-smooth_target = torch.full((13,), smoothing / 13)
-smooth_target[5] += 1 - smoothing
+five = torch.tensor([[5]])  # the target [B, T] = [1, 1]: token 5
+epsilon = 0.1
+smoothed = torch.full((13,), epsilon / 13)
+smoothed[5] += 1 - epsilon
 for label, p in (
-    ("p = q (the smoothed target)", smooth_target),
+    ("p = q (the smoothed target)", smoothed),
     ("p(right) = 0.99", torch.full((13,), 0.01 / 12).index_fill(0, torch.tensor([5]), 0.99)),
     ("p(right) = 0.99999", torch.full((13,), 1e-5 / 12).index_fill(0, torch.tensor([5]), 1 - 1e-5)),
 ):
     log_p = p.log()[None, None]  # [1, 1, V]
-    plain = sequence_loss(log_p, target, PAD).item()
-    smoothed = sequence_loss(log_p, target, PAD, smoothing).item()
-    print(f"{label:>28}: loss {plain:.3f} without smoothing, {smoothed:.3f} with ε = {smoothing}")
+    plain = sequence_loss(log_p, five, PAD).item()
+    with_smoothing = sequence_loss(log_p, five, PAD, epsilon).item()
+    print(f"{label:>28}: loss {plain:.3f} without smoothing, {with_smoothing:.3f} with ε = {epsilon}")
 
 # %% [markdown]
 # Without smoothing, the more confident the better, without limit. With it, the loss
@@ -262,17 +262,17 @@ hidden_rate(rate)
 # larger steps; the price is shown below.
 
 # %% experiment
-config = Config()
+setup = Config()
 steps = torch.arange(1, 20_001)
 paper = [rate(int(s), 512, 4000) for s in steps]
-ours = [rate(int(s), config.d_model, config.warmup, config.factor) for s in steps[:1000]]
+ours = [rate(int(s), setup.d_model, setup.warmup, setup.factor) for s in steps[:1000]]
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
 axes[0].plot(steps, paper)
 axes[0].axvline(4000, color="gray", linestyle=":")
 axes[0].set_title("the paper: D = 512, warm-up 4000, factor 1")
 axes[1].plot(steps[:1000], ours, color="tab:orange")
-axes[1].axvline(config.warmup, color="gray", linestyle=":")
-axes[1].set_title(f"this lesson: D = {config.d_model}, warm-up {config.warmup}, factor {config.factor:g}")
+axes[1].axvline(setup.warmup, color="gray", linestyle=":")
+axes[1].set_title(f"this lesson: D = {setup.d_model}, warm-up {setup.warmup}, factor {setup.factor:g}")
 for ax in axes:
     ax.set_xlabel("step")
     ax.set_ylabel("learning rate")
@@ -387,13 +387,13 @@ Encoder, Decoder = own.Encoder, own.Decoder
 held = {name: t.to(DEVICE) for name, t in make_batch(held_sources, held_targets, PAD, START, END).items()}
 
 
-def new_model(config: Config, norm_first: bool = False) -> nn.Module:
-    """A fresh Transformer for ``config`` (seeded), post-LN or pre-LN, on the device."""
-    torch.manual_seed(config.seed)
-    model = Transformer(len(VOCAB), len(VOCAB), config.d_model, config.n_heads, config.d_ff,
-                        config.n_layers, dropout=0.0, max_len=64)  # fmt: skip
+def new_model(setup: Config, norm_first: bool = False) -> nn.Module:
+    """A fresh Transformer for ``setup`` (seeded), post-LN or pre-LN, on the device."""
+    torch.manual_seed(setup.seed)
+    model = Transformer(len(VOCAB), len(VOCAB), setup.d_model, setup.n_heads, setup.d_ff,
+                        setup.n_layers, dropout=0.0, max_len=64)  # fmt: skip
     if norm_first:  # the same model with the LayerNorm before each sub-layer (lesson 08)
-        sizes = (config.d_model, config.n_heads, config.d_ff, config.n_layers, 0.0)
+        sizes = (setup.d_model, setup.n_heads, setup.d_ff, setup.n_layers, 0.0)
         model.encoder, model.decoder = Encoder(*sizes, norm_first=True), Decoder(*sizes, norm_first=True)
         for parameter in [*model.encoder.parameters(), *model.decoder.parameters()]:
             if parameter.dim() > 1:
@@ -401,8 +401,8 @@ def new_model(config: Config, norm_first: bool = False) -> nn.Module:
     return model.to(DEVICE)
 
 
-model = new_model(config)
-history = train(model, config, held)
+model = new_model(setup)
+history = train(model, setup, held)
 print(f"held-out exact match {history.accuracy[max(history.accuracy)]:.1%} after "
       f"{max(history.accuracy)} steps, {history.train_seconds:.1f} s of training")  # fmt: skip
 
@@ -455,8 +455,8 @@ self_attention = model.decoder.layers[-1].self_attn.attn[0].cpu()  # [h, T_tgt, 
 source_words, answer_words = spell(example[0].tolist()).split(), spell(answer[0].tolist()).split()
 print("source:", " ".join(source_words), "   decoded:", " ".join(answer_words))
 
-fig, axes = plt.subplots(2, config.n_heads, figsize=(4.6 * config.n_heads, 8.4), squeeze=False)
-for head in range(config.n_heads):
+fig, axes = plt.subplots(2, setup.n_heads, figsize=(4.6 * setup.n_heads, 8.4), squeeze=False)
+for head in range(setup.n_heads):
     for row, (weights, keys, title) in enumerate(
         ((cross, source_words, "cross-attention"), (self_attention, answer_words, "decoder self-attention"))
     ):
@@ -506,21 +506,21 @@ def compare_layer_norms(factor: float) -> None:
               f"per seed {', '.join(f'{s:6.1%}' for s in scores)}")  # fmt: skip
 
 
-compare_layer_norms(config.factor)
+compare_layer_norms(setup.factor)
 
 # %% experiment output-varies
-compare_layer_norms(4 * config.factor)
+compare_layer_norms(4 * setup.factor)
 
 # %% experiment
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), sharey=True)
-for ax, factor in zip(axes, (config.factor, 4 * config.factor), strict=True):
+for ax, factor in zip(axes, (setup.factor, 4 * setup.factor), strict=True):
     for norm_first, color in ((False, "tab:blue"), (True, "tab:orange")):
         for seed in SEEDS:
             losses = layer_norm_runs[norm_first, factor, seed].losses
             label = ("pre-LN" if norm_first else "post-LN") if seed == 0 else None
             ax.plot(range(1, len(losses) + 1), losses, color=color, alpha=0.7, label=label)
     ax.set_yscale("log")
-    peak = rate(config.warmup, config.d_model, config.warmup, factor)
+    peak = rate(setup.warmup, setup.d_model, setup.warmup, factor)
     ax.set_title(f"factor {factor:g} (peak rate {peak:.1e})")
     ax.set_xlabel("step")
 axes[0].set_ylabel("training loss")
@@ -552,18 +552,9 @@ fig.tight_layout();
 # random initial values.
 
 
+# %% definition solutions.capstone.LearnedPositions
+
 # %% experiment output-varies
-class LearnedPositions(nn.Module):
-    """x + table[:T]: one trained vector per position, initialised at the sinusoids' scale."""
-
-    def __init__(self, d_model: int, max_len: int):
-        super().__init__()
-        self.table = nn.Parameter(torch.randn(max_len, d_model) * 0.7)  # [max_len, D]
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.table[: x.size(1)]
-
-
 longer_sources, longer_targets = held_out_set("reverse", 1000, (13, 16), seed=20_000)
 longer = {n: t.to(DEVICE) for n, t in make_batch(longer_sources, longer_targets, PAD, START, END).items()}
 for positions in ("sinusoidal", "learned"):
