@@ -307,7 +307,7 @@ def _cached_variant(
     """cached_greedy_decode with one thing done wrong, as a learner might write it."""
     if not use_end:
         end_symbol = None
-    memory = model.encode(src, src_mask)
+    memory, ys, finished = greedy.begin(model, src, src_mask, start_symbol)
     layers = list(model.decoder.layers)
     memory_kv = []
     for layer in layers:
@@ -318,8 +318,6 @@ def _cached_variant(
     per_layer = [{} for _ in layers]
     shared: dict = {}
     pe = model.positional.pe
-    ys = torch.full((src.size(0), 1), start_symbol, dtype=torch.long, device=src.device)
-    finished = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
     for t in range(max_len - 1 + steps_extra):
         row = {"step": t, "zero": 0, "next": t + 1}[position]
         x = model.tgt_embed(ys[:, -1:]) + pe[row]  # [B, 1, D]
@@ -333,16 +331,10 @@ def _cached_variant(
         x = x[:, -1]
         log_probs = model.generator(model.decoder.norm(x) if final_norm else x)
         next_token = log_probs.argmax(dim=-1)
-        stop = False
-        if end_symbol is not None:
-            if pad_finished:
-                next_token = next_token.masked_fill(finished, end_symbol)
-            finished = finished | (next_token == end_symbol)
-            stop = bool(finished.any()) if early_stop == "any" else bool(finished.all())
-            if stop and early_stop != "never" and not append_last:
-                break
-        ys = torch.cat([ys, next_token[:, None]], dim=1)
-        if end_symbol is not None and early_stop != "never" and stop:
+        ys, finished, stop = greedy.end_step(
+            ys, next_token, finished, end_symbol, pad_finished, early_stop, append_last
+        )
+        if stop:
             break
     return ys
 
@@ -495,22 +487,7 @@ def check_cached_shapes(fn) -> None:
     """Long[B, max_len] without end_symbol, on the source's device, starting with start_symbol."""
     model, src, src_mask = cached_case(VISIBLE_SEED)
     out, _ = run_cached(fn, model, src, src_mask, CACHED_MAX_LEN, START)
-    core.expect_dtype(CACHED, "the output", out, torch.long)
-    if tuple(out.shape) == (CACHED_B, CACHED_MAX_LEN + 1):
-        raise core.CheckFailure(core.named(CACHED_MISTAKES, "one token too many").message(CACHED))
-    core.expect_shape(
-        CACHED, "the output (no end_symbol: max_len tokens per row)", out, TOKENS, (CACHED_B, CACHED_MAX_LEN)
-    )
-    core.expect_device(CACHED, "the output", out, src.device)
-    if not bool((out[:, 0] == START).all()):
-        raise core.CheckFailure(
-            f"{CACHED}: every row must begin with start_symbol = {START}, "
-            f"got first column {out[:, 0].tolist()}"
-        )
-    core.passed(
-        f"{CACHED} returns Long{TOKENS} = [{CACHED_B}, {CACHED_MAX_LEN}] (max_len tokens), "
-        "starting with start_symbol"
-    )
+    greedy.expect_max_len_tokens(CACHED, CACHED_MISTAKES, out, (CACHED_B, CACHED_MAX_LEN), src.device)
 
 
 def check_cached_values(fn) -> None:

@@ -135,9 +135,7 @@ def _greedy_variant(
     """greedy_decode with one thing done wrong, as a learner might write it."""
     if not use_end:
         end_symbol = None
-    memory = model.encode(src, src_mask)
-    ys = torch.full((src.size(0), 1), start_symbol, dtype=dtype, device=src.device)
-    finished = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+    memory, ys, finished = begin(model, src, src_mask, start_symbol, dtype)
     for _ in range(max_len - 1 + steps_extra):
         if feed == "all":
             inputs = ys
@@ -153,17 +151,32 @@ def _greedy_variant(
             next_token = model.generator(out[:, 0]).argmax(dim=-1)
         else:  # argmax over the positions of [B, t, V]
             next_token = model.generator(out).argmax(dim=1)[:, -1]
-        if end_symbol is not None:
-            if pad_finished:
-                next_token = next_token.masked_fill(finished, end_symbol)
-            finished = finished | (next_token == end_symbol)
-            stop = bool(finished.any()) if early_stop == "any" else bool(finished.all())
-            if stop and early_stop != "never" and not append_last:
-                break
-        ys = torch.cat([ys, next_token[:, None].to(dtype)], dim=1)
-        if end_symbol is not None and early_stop != "never" and stop:
+        ending = (pad_finished, early_stop, append_last)
+        ys, finished, stop = end_step(ys, next_token, finished, end_symbol, *ending)
+        if stop:
             break
     return ys
+
+
+def begin(model, src, src_mask, start_symbol, dtype=torch.long):
+    """Where greedy decoding starts: (memory [B, S, D], ys = start_symbol [B, 1], no row finished [B])."""
+    memory = model.encode(src, src_mask)
+    ys = torch.full((src.size(0), 1), start_symbol, dtype=dtype, device=src.device)
+    return memory, ys, torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+
+
+def end_step(ys, next_token, finished, end_symbol, pad_finished=True, early_stop="all", append_last=True):
+    """The end of one greedy step, with the end-symbol mistakes' switches: append next_token [B]
+    to ys [B, t] (finished rows padded with end_symbol); returns (ys, finished, stop now)."""
+    stop = False
+    if end_symbol is not None:
+        if pad_finished:
+            next_token = next_token.masked_fill(finished, end_symbol)
+        finished = finished | (next_token == end_symbol)
+        stop = early_stop != "never" and bool(finished.any() if early_stop == "any" else finished.all())
+        if stop and not append_last:
+            return ys, finished, True
+    return torch.cat([ys, next_token[:, None].to(ys.dtype)], dim=1), finished, stop
 
 
 GREEDY_MISTAKES = core.catalogue(
@@ -226,20 +239,24 @@ def check_greedy_shapes(fn) -> None:
     out = run_greedy(fn, *args)
     if out.is_floating_point():
         raise core.CheckFailure(core.named(GREEDY_MISTAKES, "float tokens").message(GREEDY))
-    core.expect_dtype(GREEDY, "the output", out, torch.long)
-    if tuple(out.shape) == (GREEDY_B, GREEDY_MAX_LEN + 1):
-        raise core.CheckFailure(core.named(GREEDY_MISTAKES, "one token too many").message(GREEDY))
-    core.expect_shape(
-        GREEDY, "the output (no end_symbol: max_len tokens per row)", out, TOKENS, (GREEDY_B, GREEDY_MAX_LEN)
-    )
-    core.expect_device(GREEDY, "the output", out, src.device)
+    expect_max_len_tokens(GREEDY, GREEDY_MISTAKES, out, (GREEDY_B, GREEDY_MAX_LEN), src.device)
+
+
+def expect_max_len_tokens(exercise: str, mistakes, out, shape: tuple[int, int], device) -> None:
+    """A greedy decoding without end_symbol: Long[B, max_len] = ``shape`` on ``device``, every row
+    starting with START; max_len + 1 tokens is the catalogued "one token too many"."""
+    core.expect_dtype(exercise, "the output", out, torch.long)
+    if tuple(out.shape) == (shape[0], shape[1] + 1):
+        raise core.CheckFailure(core.named(mistakes, "one token too many").message(exercise))
+    core.expect_shape(exercise, "the output (no end_symbol: max_len tokens per row)", out, TOKENS, shape)
+    core.expect_device(exercise, "the output", out, device)
     if not bool((out[:, 0] == START).all()):
         raise core.CheckFailure(
-            f"{GREEDY}: every row must begin with start_symbol = {START}, "
+            f"{exercise}: every row must begin with start_symbol = {START}, "
             f"got first column {out[:, 0].tolist()}"
         )
     core.passed(
-        f"{GREEDY} returns Long{TOKENS} = [{GREEDY_B}, {GREEDY_MAX_LEN}] (max_len tokens), "
+        f"{exercise} returns Long{TOKENS} = [{shape[0]}, {shape[1]}] (max_len tokens), "
         "starting with start_symbol"
     )
 
