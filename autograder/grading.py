@@ -88,36 +88,39 @@ def experiments(lesson: str) -> frozenset[str]:
     )
 
 
+def _import_statements(lesson: str) -> list[ast.stmt]:
+    """The import statements of the lesson's locked cells in its source notebook (the
+    instructor's copy, never a submission), in order."""
+    return [
+        node
+        for cell in _source(lesson).cells
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("locked")
+        for node in ast.parse(cell.source).body
+        if isinstance(node, ast.Import | ast.ImportFrom)
+    ]
+
+
+def _bound(lesson: str, statements: list[ast.stmt]) -> dict:
+    namespace: dict = {"__builtins__": builtins}
+    for node in statements:
+        exec(compile(ast.Module([node], []), lesson, "exec"), namespace)  # noqa: S102 - our own source
+    return namespace
+
+
 @functools.cache
 def grading_imports(lesson: str) -> dict:
-    """The names a lesson's test cells use from the grading code (``checks``), bound here.
-
-    They come from the import statements of the lesson's locked cells in its source notebook
-    (the instructor's copy, never a submission), for modules of the ``autograder`` package.
-    """
-    namespace: dict = {"__builtins__": builtins}
-    for cell in _source(lesson).cells:
-        if cell.cell_type != "code" or not cell.metadata.get("nbgrader", {}).get("locked"):
-            continue
-        for node in ast.parse(cell.source).body:
-            module = node.module if isinstance(node, ast.ImportFrom) else None
-            if module and module.split(".")[0] == "autograder":
-                exec(compile(ast.Module([node], []), lesson, "exec"), namespace)  # noqa: S102 - our own source
-    return namespace
+    """The names a lesson's test cells use from the grading code (``checks``), bound here: the
+    lesson's imports from modules of the ``autograder`` package."""
+    ours = [n for n in _import_statements(lesson) if isinstance(n, ast.ImportFrom) and n.module
+            and n.module.split(".")[0] == "autograder"]  # fmt: skip
+    return _bound(lesson, ours)
 
 
 @functools.cache
 def lesson_imports(lesson: str) -> dict:
     """Every name the lesson's locked cells import (``torch``, the reference ``Transformer`` a
     test cell hands to a check, ``checks``), bound here as in the learner's notebook."""
-    namespace: dict = {"__builtins__": builtins}
-    for cell in _source(lesson).cells:
-        if cell.cell_type != "code" or not cell.metadata.get("nbgrader", {}).get("locked"):
-            continue
-        for node in ast.parse(cell.source).body:
-            if isinstance(node, ast.Import | ast.ImportFrom):
-                exec(compile(ast.Module([node], []), lesson, "exec"), namespace)  # noqa: S102 - our own source
-    return namespace
+    return _bound(lesson, _import_statements(lesson))
 
 
 def run(test: GradedTest, code: str, implementation: Any) -> None:
