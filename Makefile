@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 # nbgrader runs `alembic` (and jupyter its kernels) from PATH: the venv's bin comes first.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup sandbox test lint lab demo notebooks samples bench
+.PHONY: setup sandbox postgres test lint lab demo notebooks samples bench bench-grading
 
 setup: $(VENV)/.installed
 
@@ -30,6 +30,16 @@ sandbox:
 	  { apt-get install -y -q bubblewrap || { apt-get update -q && apt-get install -y -q bubblewrap; }; } \
 	    >$(VENV)/apt.log 2>&1 || { cat $(VENV)/apt.log; exit 1; }; }
 
+# The tests grade against a PostgreSQL server of their own (tests/postgres.py); as root on
+# Debian or Ubuntu this installs Debian's package when its initdb is missing.
+postgres:
+	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  test "$$(id -u)" = 0 && command -v apt-get >/dev/null || { \
+	    echo "The tests need PostgreSQL's server programs: sudo apt-get install postgresql"; exit 1; }; \
+	  echo "installing postgresql (the tests' shared gradebook) ..."; \
+	  { apt-get install -y -q postgresql || { apt-get update -q && apt-get install -y -q postgresql; }; } \
+	    >$(VENV)/apt.log 2>&1 || { cat $(VENV)/apt.log; exit 1; }; }
+
 lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
@@ -38,7 +48,7 @@ lint: setup
 # One worker per core; a test file (a notebook, for nbval) stays on one worker. The slowest
 # files come first, so that no worker is left with one of them at the end.
 SLOWEST := tests/test_pipeline.py tests/test_notebooks_portable.py tests/test_collect.py
-test: setup sandbox lint
+test: setup sandbox postgres lint
 	$(PY) -m pytest -n auto --dist loadfile --durations=8 --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		$(SLOWEST) tests solutions/lessons
 
@@ -60,3 +70,9 @@ bench: setup
 	$(PY) tests/benchmarks/bench_layers.py
 	$(PY) tests/benchmarks/bench_capstone.py
 	$(PY) tests/benchmarks/bench_kv_cache.py
+	$(PY) tests/benchmarks/bench_kernel_start.py
+
+# A class of 50 generated students x every lesson, graded nbgrader's way and this course's way
+# (an hour or two on a 2-core machine; --students 10 for a quicker look).
+bench-grading: setup sandbox
+	$(PY) tests/benchmarks/bench_grading.py

@@ -5,7 +5,7 @@ A typical week, from the repository root (the workspace defaults to ./workspace,
     python -m autograder release 03_attention          # learners' notebook into course/, gradebook entry
     python -m autograder collect --folder inbox/        # inbox/<student>/<lesson>/*.ipynb
     python -m autograder collect --zip dl.zip --lesson 03_attention   # or an LMS download
-    python -m autograder autograde                      # every submission taken in
+    python -m autograder autograde                      # every submission taken in, one per core at once
     python -m autograder feedback                       # HTML per student and lesson
     python -m autograder export                         # grades.csv, with totals
     python -m autograder report                         # what could not be graded, and why
@@ -14,6 +14,7 @@ A typical week, from the repository root (the workspace defaults to ./workspace,
 """
 
 import argparse
+import os
 import shutil
 import sys
 import time
@@ -35,18 +36,20 @@ def _print_problems(pipeline: Pipeline) -> None:
         print(f"  - {problem.student} / {problem.lesson}: {problem.what}")
 
 
-def demo(workspace: Path, sandbox: Limits | None, run_everything: bool = False) -> int:
+def demo(
+    workspace: Path, sandbox: Limits | None, run_everything: bool = False, jobs: int = 1, warm: bool = True
+) -> int:
     """The whole pipeline on the bundled sample submissions, in a fresh scratch workspace."""
     start = time.perf_counter()
     shutil.rmtree(workspace, ignore_errors=True)
     pipeline = Pipeline(
-        workspace, release=workspace / "release", sandbox=sandbox, run_everything=run_everything
+        workspace, release=workspace / "release", sandbox=sandbox, run_everything=run_everything, warm=warm
     )
     names = sorted({p.name for p in SAMPLES.glob("*/*") if p.is_dir()}, key=lessons.LESSON_NAMES.index)
     print(f"Demo workspace: {workspace}\nSample submissions: {SAMPLES}\n")
     pipeline.release(names)
     pipeline.collect_folder(SAMPLES)
-    pipeline.autograde()
+    pipeline.autograde(jobs)
     print("feedback ...")
     feedback = pipeline.feedback()
     grades = pipeline.export(workspace / "grades.csv")
@@ -61,11 +64,32 @@ def demo(workspace: Path, sandbox: Limits | None, run_everything: bool = False) 
     return 0
 
 
+def _at_least_one(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
+def _add_jobs(step: argparse.ArgumentParser) -> None:
+    step.add_argument(
+        "--jobs",
+        type=_at_least_one,
+        default=os.cpu_count() or 1,
+        help="submissions graded at once, each in its own process and kernel (default: the number of "
+        "cores, %(default)s); 1 grades one after the other",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m autograder", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--workspace", type=Path, default=Path("workspace"), help="grading workspace")
+    parser.add_argument(
+        "--db",
+        help="the gradebook's SQLAlchemy URL, for a course shared by graders or machines "
+        "(e.g. postgresql+psycopg://user@host/course); default: SQLite in the workspace",
+    )
     limits = parser.add_argument_group(
         "the grading sandbox",
         "Every grading kernel runs in a sandbox (bubblewrap): the file system read-only, the workspace "
@@ -90,6 +114,12 @@ def main(argv: list[str] | None = None) -> int:
         "no score, so by default grading skips them",
     )
     limits.add_argument(
+        "--cold-kernels",
+        action="store_true",
+        help="start every grading kernel on its own, importing torch and the checks each time, as "
+        "nbgrader does; by default each is forked from a sandboxed zygote that imported them once",
+    )
+    limits.add_argument(
         "--unsafe",
         action="store_true",
         help="grade without the sandbox, with your own permissions (only for code you trust)",
@@ -103,20 +133,31 @@ def main(argv: list[str] | None = None) -> int:
         "--zip", type=Path, help="an LMS download (Blackboard names, or <student>_<notebook>.ipynb)"
     )
     collect.add_argument("--lesson", help="the lesson of the zip's notebooks")
-    steps.add_parser("autograde", help="grade every submission taken in (one failure costs only itself)")
+    autograde = steps.add_parser(
+        "autograde", help="grade every submission taken in (one failure costs only itself)"
+    )
+    _add_jobs(autograde)
+    autograde.add_argument(
+        "--scheduler",
+        help="a Dask scheduler's address (tcp://host:8786): its workers grade, each submission one task; "
+        "they must see this repository and the workspace at the same paths, and share the gradebook (--db)",
+    )
     steps.add_parser("feedback", help="write HTML feedback per student and lesson")
     export = steps.add_parser("export", help="write grades.csv (a row per student and lesson, and totals)")
     export.add_argument("--out", type=Path, help="default: <workspace>/grades.csv")
     steps.add_parser("report", help="list the submissions that could not be graded as handed in, and why")
     demo_parser = steps.add_parser("demo", help="run everything on the bundled sample submissions")
     demo_parser.add_argument("--into", type=Path, default=Path("workspace/demo"), help="scratch workspace")
+    _add_jobs(demo_parser)
     args = parser.parse_args(argv)
 
     sandbox = None if args.unsafe else Limits(args.memory_gib, args.cpu_s, tasks=args.tasks)
     try:
         if args.step == "demo":
-            return demo(args.into, sandbox, args.run_everything)
-        pipeline = Pipeline(args.workspace, sandbox=sandbox, run_everything=args.run_everything)
+            return demo(args.into, sandbox, args.run_everything, args.jobs)
+        pipeline = Pipeline(
+            args.workspace, sandbox=sandbox, run_everything=args.run_everything, db_url=args.db
+        )
     except SandboxUnavailable as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -131,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
             pipeline.collect_zip(args.zip, args.lesson)
         print(f"{len(pipeline.submissions())} submissions in {pipeline.submitted}")
     elif args.step == "autograde":
-        pipeline.autograde()
+        pipeline.autograde(args.jobs, args.scheduler)
     elif args.step == "feedback":
         print("\n".join(str(path) for path in pipeline.feedback()))
     elif args.step == "export":

@@ -17,6 +17,7 @@ from traitlets.config import Config
 from autograder.lessons import COURSE, SOURCE
 from autograder.overwrite import RestoringOverwriteCells
 from autograder.sandbox import CourseExecute, Limits, SandboxedExecute
+from autograder.zygote import WarmExecute
 
 # nbgrader runs the `alembic` command when it creates a gradebook, and jupyter_client starts
 # kernels with `python` from PATH: both must come from this environment, also when an
@@ -67,14 +68,17 @@ def restoring_deleted_cells() -> Config:
     return c
 
 
-def sandboxed(workspace: Path, limits: Limits) -> Config:
+def sandboxed(workspace: Path, limits: Limits, warm: bool = True) -> Config:
     """Autograding with every kernel in the sandbox (autograder/sandbox.py): the workspace hidden
-    but for the submission's own folder, no network, ``limits`` on memory and CPU time."""
-    c = executed_by(SandboxedExecute)
-    c.SandboxedKernelManager.hidden = [str(workspace.resolve())]
-    c.SandboxedKernelManager.memory_gib = limits.memory_gib
-    c.SandboxedKernelManager.cpu_s = limits.cpu_s
-    c.SandboxedKernelManager.tasks = limits.tasks
+    but for the submission's own folder, no network, ``limits`` on memory and CPU time. Warm:
+    each kernel forked from a zygote that has imported torch and the checks once per grading
+    process (autograder/zygote.py); cold: each kernel started and importing on its own."""
+    c = executed_by(WarmExecute if warm else SandboxedExecute)
+    manager = c.WarmKernelManager if warm else c.SandboxedKernelManager
+    manager.hidden = [str(workspace.resolve())]
+    manager.memory_gib = limits.memory_gib
+    manager.cpu_s = limits.cpu_s
+    manager.tasks = limits.tasks
     return c
 
 
@@ -85,25 +89,29 @@ def course_config(
     cell_timeout_s: int = CELL_TIMEOUT_S,
     sandbox: Limits | None = None,
     run_everything: bool = False,
+    db_url: str | None = None,
+    warm: bool = True,
 ) -> Config:
     """nbgrader config whose gradebook, submissions and feedback live in ``workspace``.
 
     The source notebooks and the released course stay in the repository; the
     grading workspace is outside the tracked tree. With ``sandbox``, grading kernels
     run in the sandbox with those limits. With ``run_everything``, grading runs the lessons'
-    experiment cells too (by default it skips them: they change no score).
+    experiment cells too (by default it skips them: they change no score). ``db_url`` is the
+    gradebook (any SQLAlchemy URL); by default a SQLite file in the workspace. ``warm`` forks
+    sandboxed kernels from a zygote (autograder/zygote.py) instead of starting each cold.
     """
     c = Config()
     c.CourseDirectory.course_id = COURSE_ID
     c.CourseDirectory.root = str(workspace)
     c.CourseDirectory.source_directory = str(source)
     c.CourseDirectory.release_directory = str(release)
-    c.CourseDirectory.db_url = f"sqlite:///{workspace / 'gradebook.db'}"
+    c.CourseDirectory.db_url = db_url or f"sqlite:///{workspace / 'gradebook.db'}"
     c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.png"]
     c.Execute.timeout = cell_timeout_s
     c.Execute.kernel_name = "python3"
     c.merge(local_sockets())
-    c.merge(executed_by(CourseExecute) if sandbox is None else sandboxed(workspace, sandbox))
+    c.merge(executed_by(CourseExecute) if sandbox is None else sandboxed(workspace, sandbox, warm))
     c.CourseExecute.skip_experiments = not run_everything
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     c.ClearOutput.remove_metadata_fields = ["collapsed", "scrolled", "execution"]

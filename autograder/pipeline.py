@@ -52,6 +52,20 @@ warnings.filterwarnings("ignore", category=MissingIDFieldWarning)
 
 
 @dataclass(frozen=True)
+class Setup:
+    """Everything that makes a Pipeline grade as it does: picklable, so that a worker process
+    or a Dask worker rebuilds the same Pipeline and grades exactly as this process would."""
+
+    workspace: Path
+    release: Path
+    cell_timeout_s: int
+    sandbox: Limits | None
+    run_everything: bool
+    db_url: str
+    warm: bool
+
+
+@dataclass(frozen=True)
 class Problem:
     """A submission that could not be graded as handed in, and why."""
 
@@ -85,6 +99,33 @@ def _failure_reason(result: dict) -> str:
     return (errors or lines or ["nbgrader gave no reason"])[-1][:240]
 
 
+@dataclass(frozen=True)
+class Graded:
+    """One submission graded: what went wrong with it (if anything), and how long it took."""
+
+    lesson: str
+    student: str
+    problems: list[Problem]
+    seconds: float
+    judge_seconds: float
+
+
+def sqlite_url(workspace: Path) -> str:
+    """The workspace's own gradebook. Parallel graders wait up to a minute for each other's
+    short writes, instead of failing at once on a locked database (SQLite's default is 5 s)."""
+    return f"sqlite:///{workspace / 'gradebook.db'}?timeout=60"
+
+
+def _duration(seconds: float) -> str:
+    """'42 s', '3 min 5 s', '2 h 10 min': an ETA a person reads at a glance."""
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+
+
 class SandboxUnavailable(RuntimeError):
     """Grading was asked for with the sandbox on, and it cannot run here."""
 
@@ -94,6 +135,10 @@ class Pipeline:
 
     ``sandbox`` holds the limits of the sandbox every grading kernel runs in
     (autograder/sandbox.py); None grades without it, with the instructor's own permissions.
+    ``db_url`` is the gradebook (a SQLAlchemy URL, e.g. ``postgresql+psycopg://host/db``);
+    None keeps it in the workspace, in SQLite. ``warm`` forks each sandboxed kernel from a
+    zygote that imported torch and the checks once (autograder/zygote.py); False starts each
+    kernel cold, as nbgrader does.
     """
 
     def __init__(
@@ -104,6 +149,8 @@ class Pipeline:
         cell_timeout_s: int = CELL_TIMEOUT_S,
         sandbox: Limits | None = Limits(),  # noqa: B008 (frozen: one shared default is safe)
         run_everything: bool = False,
+        db_url: str | None = None,
+        warm: bool = True,
     ):
         if sandbox is not None and (reason := sandbox_problem()) is not None:
             raise SandboxUnavailable(
@@ -115,9 +162,15 @@ class Pipeline:
         os.environ.setdefault("COURSE_DEVICE", "cpu")
         self.workspace = workspace.resolve()
         self.workspace.mkdir(parents=True, exist_ok=True)
-        self.release_dir = release
-        self.cell_timeout_s = cell_timeout_s
-        self.sandbox = sandbox
+        self.setup = Setup(
+            self.workspace,
+            Path(release).resolve(),
+            cell_timeout_s,
+            sandbox,
+            run_everything,
+            db_url or sqlite_url(self.workspace),
+            warm,
+        )
         self.api = NbGraderAPI(
             config=course_config(
                 self.workspace,
@@ -125,6 +178,8 @@ class Pipeline:
                 cell_timeout_s=cell_timeout_s,
                 sandbox=sandbox,
                 run_everything=run_everything,
+                db_url=self.setup.db_url,
+                warm=warm,
             )
         )
         # nbgrader logs to the shared "traitlets" logger: nothing of it reaches the terminal (each
@@ -135,9 +190,22 @@ class Pipeline:
         self.problems: list[Problem] = []
         self.log = log
 
-    @property
-    def _db_url(self) -> str:
-        return f"sqlite:///{self.workspace / 'gradebook.db'}"
+    @classmethod
+    def from_setup(cls, setup: Setup, log=print) -> "Pipeline":
+        """The Pipeline that ``setup`` describes (in a worker process, say)."""
+        return cls(
+            setup.workspace,
+            release=setup.release,
+            log=log,
+            cell_timeout_s=setup.cell_timeout_s,
+            sandbox=setup.sandbox,
+            run_everything=setup.run_everything,
+            db_url=setup.db_url,
+            warm=setup.warm,
+        )
+
+    def gradebook(self) -> Gradebook:
+        return Gradebook(self.setup.db_url, course_id=self.api.coursedir.course_id)
 
     @property
     def submitted(self) -> Path:
@@ -250,7 +318,7 @@ class Pipeline:
 
     def released(self) -> set[str]:
         """The lessons recorded in this workspace's gradebook by `release`."""
-        with Gradebook(self._db_url, course_id=self.api.coursedir.course_id) as gb:
+        with self.gradebook() as gb:
             return {assignment.name for assignment in gb.assignments}
 
     def _timed_out_cells(self, lesson: str, student: str) -> list[str]:
@@ -274,12 +342,38 @@ class Pipeline:
             seconds += record.get("seconds", 0.0)
         return overruled, seconds
 
-    def autograde(self) -> None:
-        """Grade every submission taken in; one that fails costs only itself."""
-        pairs = self.submissions()
+    def autograde(self, jobs: int = 1, scheduler: str | None = None) -> None:
+        """Grade every submission taken in; one that fails costs only itself.
+
+        ``jobs`` worker processes grade at once on this machine (autograder/parallel.py); with
+        ``scheduler`` (a Dask scheduler's address), the workers of that cluster grade instead.
+        """
+        from autograder import parallel  # imports Dask only when grading
+
+        pairs = self._gradable(self.submissions())
+        with self.gradebook() as gb:  # made here, once, not by workers racing to create them
+            for student in sorted({student for _, student in pairs}):
+                gb.update_or_create_student(student)
+        if scheduler:
+            graded = parallel.on_dask(self.setup, pairs, scheduler)
+        elif jobs > 1:
+            graded = parallel.on_processes(self.setup, pairs, jobs)
+        else:
+            graded = (self.grade(lesson, student) for lesson, student in pairs)
+        start = time.perf_counter()
+        for index, outcome in enumerate(graded, 1):
+            self.problems += outcome.problems
+            left = (time.perf_counter() - start) / index * (len(pairs) - index)
+            seconds = f"{outcome.seconds:.1f} s (judge {outcome.judge_seconds:.1f} s)"
+            where = f"{outcome.lesson} / {outcome.student}"
+            self.log(f"[{index}/{len(pairs)}] autograde {where}: {seconds}; about {_duration(left)} to go")
+
+    def _gradable(self, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The (lesson, student) pairs that can be graded here; a problem for each that cannot,
+        and for what grading will restore or flag."""
         released = self.released()
-        for index, (lesson, student) in enumerate(pairs, 1):
-            start = time.perf_counter()
+        gradable = []
+        for lesson, student in pairs:
             if lesson not in released:
                 hint = f"not released in this workspace: run `python -m autograder release {lesson}` first"
                 self.problems.append(Problem(student, lesson, hint))
@@ -292,22 +386,26 @@ class Pipeline:
                 )
             for flag in self._flags(lesson, student):
                 self.problems.append(Problem(student, lesson, f"flagged, cell {flag.cell}: {flag.reason}"))
-            result = self.api.autograde(lesson, student, force=True, create=True)
-            stopped = self._timed_out_cells(lesson, student) if result["success"] else []
-            if stopped:
-                cells = ", ".join(stopped)
-                what = f"cells stopped after {self.cell_timeout_s} s (an endless loop?), scored 0: {cells}"
-                self.problems.append(Problem(student, lesson, what))
-            if not result["success"]:
-                self.problems.append(
-                    Problem(student, lesson, f"autograding failed: {_failure_reason(result)}")
-                )
-            overruled, judged_s = self._judged(lesson, student) if result["success"] else ({}, 0.0)
-            for cell, reason in overruled.items():
-                verdict = f"passed in the notebook, not before the judge: {reason}"
-                self.problems.append(Problem(student, lesson, f"tampering suspected, cell {cell}: {verdict}"))
-            seconds = f"{time.perf_counter() - start:.1f} s (judge {judged_s:.1f} s)"
-            self.log(f"[{index}/{len(pairs)}] autograde {lesson} / {student}: {seconds}")
+            gradable.append((lesson, student))
+        return gradable
+
+    def grade(self, lesson: str, student: str) -> Graded:
+        """Autograde one submission, and say what went wrong with it (if anything)."""
+        start = time.perf_counter()
+        problems = []
+        result = self.api.autograde(lesson, student, force=True, create=True)
+        stopped = self._timed_out_cells(lesson, student) if result["success"] else []
+        if stopped:
+            cells = ", ".join(stopped)
+            what = f"cells stopped after {self.setup.cell_timeout_s} s (an endless loop?), scored 0: {cells}"
+            problems.append(Problem(student, lesson, what))
+        if not result["success"]:
+            problems.append(Problem(student, lesson, f"autograding failed: {_failure_reason(result)}"))
+        overruled, judged_s = self._judged(lesson, student) if result["success"] else ({}, 0.0)
+        for cell, reason in overruled.items():
+            verdict = f"passed in the notebook, not before the judge: {reason}"
+            problems.append(Problem(student, lesson, f"tampering suspected, cell {cell}: {verdict}"))
+        return Graded(lesson, student, problems, time.perf_counter() - start, judged_s)
 
     def feedback(self) -> list[Path]:
         """HTML feedback for every graded submission; returns the files written."""
@@ -318,9 +416,7 @@ class Pipeline:
     def scores(self) -> dict[tuple[str, str], tuple[float, float]]:
         """(student, lesson) -> (score, max_score) for every graded submission."""
         found = {}
-        with Gradebook(
-            f"sqlite:///{self.workspace / 'gradebook.db'}", course_id=self.api.coursedir.course_id
-        ) as gb:
+        with self.gradebook() as gb:
             for lesson, student in self.submissions():
                 try:
                     submission = gb.find_submission(lesson, student)

@@ -150,6 +150,8 @@ def wrap(
     for folder in writable:
         sandbox += ["--bind", str(folder), str(folder)]
     sandbox += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent"]
+    # started by root, bwrap would leave the kernel root's capabilities (mounts, devices, ...)
+    sandbox += ["--cap-drop", "ALL"]
     # In its own process namespace the kernel's parent is pid 1, which ipykernel knows never to
     # watch (the grader's pid means nothing in there). IPython and matplotlib keep their
     # settings and caches in the home folder, hidden here: they get the private /tmp.

@@ -69,3 +69,12 @@ def test_home_folders_are_private_but_for_what_the_kernel_needs():
         "--bind /root/course/workspace/autograded"
     )
     assert "/opt/python" not in mounts
+
+
+def test_a_sandboxed_process_has_no_capabilities_even_when_root_starts_it():
+    command = wrap(["cat", "/proc/self/status"], writable=[], hidden=[], limits=Limits())
+    status = subprocess.run(command, capture_output=True, text=True, check=True, timeout=60).stdout
+    effective = next(line for line in status.splitlines() if line.startswith("CapEff:"))
+    assert effective.split()[1] == "0000000000000000", (
+        f"the sandboxed process keeps capabilities: {effective}"
+    )

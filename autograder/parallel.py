@@ -1,0 +1,99 @@
+"""Grading many submissions at once: worker processes on this machine, or a Dask cluster.
+
+Each submission is one task, ``grade_task(setup, lesson, student)``: a worker rebuilds the
+instructor's ``Pipeline`` from its picklable ``Setup`` once, then grades one submission per
+task with it, in its own sandboxed kernel, exactly as the sequential loop would. Tasks share
+nothing but the gradebook (SQLite waits for a writer; PostgreSQL takes writers at once) and
+the workspace's folders, each task writing only its own submission's.
+
+A task whose worker dies is graded again by another: on this machine, by a fresh pool;
+on Dask, by the scheduler, which reschedules the tasks of a lost worker by itself.
+"""
+
+import multiprocessing
+import os
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+
+from autograder.pipeline import Graded, Pipeline, Problem, Setup
+
+_PIPELINES: dict[Setup, Pipeline] = {}  # one per worker process and setup, built on its first task
+# One submission at a time per process (a process has one zygote, autograder/zygote.py), even
+# on a Dask worker that runs several tasks at once in threads: start those with --nthreads 1.
+_ONE_AT_A_TIME = threading.Lock()
+
+
+def grade_task(setup: Setup, lesson: str, student: str) -> Graded:
+    """Grade one submission in this process, with the Pipeline that ``setup`` describes."""
+    with _ONE_AT_A_TIME:
+        pipeline = _PIPELINES.get(setup)
+        if pipeline is None:
+            pipeline = _PIPELINES[setup] = Pipeline.from_setup(setup, log=lambda _: None)
+        return pipeline.grade(lesson, student)
+
+
+def _start_worker(threads: int) -> None:
+    """A worker's kernels and judge share the cores with the other workers' (set before torch is
+    imported, here and in the kernels, which inherit the environment)."""
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+
+
+def _lost(lesson: str, student: str, how: str) -> Graded:
+    what = f"autograding failed: {how} (out of memory?); not graded"
+    return Graded(lesson, student, [Problem(student, lesson, what)], 0.0, 0.0)
+
+
+def on_processes(setup: Setup, pairs: list[tuple[str, str]], jobs: int) -> Iterator[Graded]:
+    """Grade ``pairs`` in ``jobs`` worker processes; yields each as it is done. A pool whose
+    process died (the kernel's limits contain a submission, but not the grader itself) is
+    replaced once, and what it had not finished is graded again."""
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    remaining = list(pairs)
+    for _ in range(2):
+        lost = []
+        with ProcessPoolExecutor(
+            max_workers=jobs,
+            mp_context=multiprocessing.get_context("spawn"),  # no grader state forked into workers
+            initializer=_start_worker,
+            initargs=(threads,),
+        ) as pool:
+            futures = {pool.submit(grade_task, setup, *pair): pair for pair in remaining}
+            for future in as_completed(futures):
+                try:
+                    yield future.result()
+                except BrokenProcessPool:
+                    lost.append(futures[future])
+        remaining = lost
+        if not remaining:
+            return
+    yield from (_lost(*pair, "its grading process died, twice") for pair in remaining)
+
+
+def on_dask(setup: Setup, pairs: list[tuple[str, str]], scheduler: str) -> Iterator[Graded]:
+    """Grade ``pairs`` on the Dask cluster at ``scheduler`` (e.g. ``tcp://10.0.0.5:8786``).
+
+    Every worker must see the repository and the workspace at the same paths as this machine
+    (a shared file system), and the gradebook must be one they all reach (PostgreSQL).
+    The scheduler reruns a task whose worker was lost; a task that kills worker after worker
+    (Dask's ``allowed-failures``) is reported, and the others are still graded.
+    """
+    from distributed import Client, as_completed
+    from distributed.scheduler import KilledWorker
+
+    with Client(scheduler) as client:
+        futures = {
+            client.submit(
+                grade_task, setup, lesson, student, key=f"autograde-{lesson}-{student}", pure=False
+            ): (
+                lesson,
+                student,
+            )
+            for lesson, student in pairs
+        }
+        for future in as_completed(futures):
+            try:
+                yield future.result()
+            except KilledWorker:
+                yield _lost(*futures[future], "it ended every Dask worker that graded it")
