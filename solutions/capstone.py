@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 
 import torch
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from solutions.output_layer import greedy_decode
 from solutions.training import exact_match, make_batch, rate, train_step
@@ -76,6 +77,7 @@ class Config:
     warmup: int = 100
     factor: float = 2.0
     smoothing: float = 0.0
+    average: float = 0.95  # held-out accuracy of a moving average of the weights (0: of the weights)
     max_steps: int = 1500
     every: int = 25  # evaluate on the held-out set every this many steps
     seed: int = 0
@@ -101,7 +103,11 @@ def evaluate(model, held: dict[str, torch.Tensor]) -> float:
 
 def train(model, config: Config, held: dict[str, torch.Tensor], report=print) -> History:
     """Train ``model`` on fresh batches of ``config.task`` (never a held-out source) with Adam
-    and the paper's schedule; stop at 100% held-out exact match or after ``max_steps``."""
+    and the paper's schedule; stop at 100% held-out exact match or after ``max_steps``.
+
+    With ``config.average`` > 0 the held-out set judges an exponential moving average of the
+    weights (Polyak averaging, over about 1 / (1 - average) steps), and ``model`` ends up
+    holding that average: the weights that were judged."""
     device = next(model.parameters()).device
     generator = torch.Generator().manual_seed(config.seed)
     excluded = {tuple(row[row != PAD].tolist()) for row in held["src"].cpu()}
@@ -110,20 +116,28 @@ def train(model, config: Config, held: dict[str, torch.Tensor], report=print) ->
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda done: rate(done + 1, config.d_model, config.warmup, config.factor)
     )
+    # a copy of the model whose weights follow the trained ones, each step a (1 - average) part of the way
+    averaged = (
+        AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(config.average)) if config.average else None
+    )
     history = History()
     for step in range(1, config.max_steps + 1):
         start = time.perf_counter()
         sources, targets = training_pairs(config.task, config.batch_size, config.lengths, generator, excluded)
         batch = {name: t.to(device) for name, t in make_batch(sources, targets, PAD, START, END).items()}
         history.losses.append(train_step(model, batch, optimizer, PAD, config.smoothing, schedule))
+        if averaged is not None:
+            averaged.update_parameters(model)
         history.train_seconds += time.perf_counter() - start
         if step % config.every and step != config.max_steps:
             continue
-        history.accuracy[step] = accuracy = evaluate(model, held)
+        history.accuracy[step] = accuracy = evaluate(model if averaged is None else averaged.module, held)
         if report:
             report(f"step {step:5d}: loss {history.losses[-1]:.3f}, held-out exact match {accuracy:6.1%}, "
                    f"{history.train_seconds:.1f} s of training")  # fmt: skip
         if accuracy == 1.0:
             history.solved_at = step
             break
+    if averaged is not None:
+        model.load_state_dict(averaged.module.state_dict())
     return history
