@@ -205,6 +205,7 @@ class Pipeline:
         )
 
     def gradebook(self) -> Gradebook:
+        """A connection to this course's gradebook (use it in a ``with`` block)."""
         return Gradebook(self.setup.db_url, course_id=self.api.coursedir.course_id)
 
     @property

@@ -520,22 +520,27 @@ layer_norm_runs = {}
 SEEDS = (0, 1)
 
 
-def compare_layer_norms(factor: float) -> None:
-    """Post-LN and pre-LN, the same seeds and data, 200 steps each, at this factor."""
-    for norm_first in (False, True):
-        for seed in SEEDS:
-            run = Config(factor=factor, seed=seed, max_steps=200, every=100, average=0.0)
-            model_ln = new_model(run, norm_first)
-            layer_norm_runs[norm_first, factor, seed] = train(model_ln, run, held, report=None)
-        scores = [max(layer_norm_runs[norm_first, factor, seed].accuracy.values()) for seed in SEEDS]
-        print(f"{'pre-LN ' if norm_first else 'post-LN'}, factor {factor:g}: best held-out exact match "
-              f"per seed {', '.join(f'{s:6.1%}' for s in scores)}")  # fmt: skip
+def compare_layer_norms(norm_first: bool, factor: float) -> None:
+    """Post-LN or pre-LN at this factor: the same seeds and data, 200 steps each."""
+    for seed in SEEDS:
+        run = Config(factor=factor, seed=seed, max_steps=200, every=100, average=0.0)
+        model_ln = new_model(run, norm_first)
+        layer_norm_runs[norm_first, factor, seed] = train(model_ln, run, held, report=None)
+    scores = [max(layer_norm_runs[norm_first, factor, seed].accuracy.values()) for seed in SEEDS]
+    print(f"{'pre-LN ' if norm_first else 'post-LN'}, factor {factor:g}: best held-out exact match "
+          f"per seed {', '.join(f'{s:6.1%}' for s in scores)}")  # fmt: skip
 
 
-compare_layer_norms(setup.factor)
+compare_layer_norms(norm_first=False, factor=setup.factor)
 
 # %% experiment output-varies
-compare_layer_norms(4 * setup.factor)
+compare_layer_norms(norm_first=True, factor=setup.factor)
+
+# %% experiment output-varies
+compare_layer_norms(norm_first=False, factor=4 * setup.factor)
+
+# %% experiment output-varies
+compare_layer_norms(norm_first=True, factor=4 * setup.factor)
 
 # %% experiment
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), sharey=True)
@@ -585,7 +590,10 @@ fig.tight_layout();
 # %% experiment output-varies
 longer_sources, longer_targets = held_out_set("reverse", 1000, (13, 16), seed=20_000)
 longer = {n: t.to(DEVICE) for n, t in make_batch(longer_sources, longer_targets, PAD, START, END).items()}
-for positions in ("sinusoidal", "learned"):
+
+
+def compare_positions(positions: str) -> None:
+    """Train with sinusoidal or learned positions; exact match on the trained and longer lengths."""
     run = Config(max_steps=600, every=100)
     model_p = new_model(run)
     if positions == "learned":
@@ -593,6 +601,12 @@ for positions in ("sinusoidal", "learned"):
     result = train(model_p, run, held, report=None)
     print(f"{positions:>10} positions: lengths 4-12 {max(result.accuracy.values()):6.1%} "
           f"after {max(result.accuracy)} steps; lengths 13-16 {evaluate(model_p, longer):6.1%}")  # fmt: skip
+
+
+compare_positions("sinusoidal")
+
+# %% experiment output-varies
+compare_positions("learned")
 
 # %% [markdown]
 # When this lesson was written, the learned table reached 100% on lengths 4 to 12 after
