@@ -9,9 +9,10 @@ samples in turn (a right solution, typical mistakes, untouched stubs), so that t
   course's configuration otherwise: the sandbox, the judge, the time limits);
 - this course's: experiment cells skipped, kernels forked warm from a zygote, one worker per
   core (`python -m autograder autograde` with its defaults).
-Every test cell's score must be the same both ways. The time per notebook is split, from the
-cells' own execution times, into the import cell, the test cells (with the judge), the
-experiment cells, the other cells, and the rest (starting the kernel, and nbgrader's own work).
+Every test cell's score must be the same both ways. A worker's time per notebook (the wall
+time times the workers, over the notebooks) is split, from the cells' own execution times,
+into the import cell, the test cells (with the judge), the experiment cells, the other cells,
+and the rest (starting the kernel or worker, and nbgrader's own work).
 Goal: at least 5x nbgrader's speed on a 2-core machine.
 """
 
@@ -79,8 +80,9 @@ def _busy(cell) -> float:
     return (end - start).total_seconds()
 
 
-def split(workspace: Path, seconds_per_notebook: float) -> dict[str, float]:
-    """The mean seconds per notebook in each of PARTS, from the graded notebooks."""
+def split(workspace: Path, worker_seconds: float) -> dict[str, float]:
+    """The mean seconds of a worker per notebook in each of PARTS, from the graded notebooks;
+    ``worker_seconds`` is the wall time times the workers, over the notebooks."""
     sums = dict.fromkeys(PARTS, 0.0)
     notebooks = sorted((workspace / "autograded").glob("*/*/*.ipynb"))
     for path in notebooks:
@@ -101,7 +103,7 @@ def split(workspace: Path, seconds_per_notebook: float) -> dict[str, float]:
             )
             sums[part] += _busy(cell)
     means = {part: total / len(notebooks) for part, total in sums.items()}
-    means["kernel start and nbgrader"] = seconds_per_notebook - sum(means.values())
+    means["kernel start and nbgrader"] = worker_seconds - sum(means.values())
     return means
 
 
@@ -120,10 +122,10 @@ def main() -> int:
         results = {}
         for label, jobs, fast in (("nbgrader", 1, False), ("course", args.jobs, True)):
             seconds = grade(root / label, root / "inbox", names, jobs, fast)
-            parts = split(root / label, seconds / count)
+            parts = split(root / label, seconds * jobs / count)
             results[label] = (seconds, parts)
             shown = ", ".join(f"{part} {value:.2f}" for part, value in parts.items())
-            each = f"{seconds / count:.2f} s per notebook"
+            each = f"{seconds / count:.2f} s per notebook; a worker's {seconds * jobs / count:.2f} s of it"
             print(f"  {label:8s} ({jobs} at once): {seconds:.0f} s, {each}: {shown}")
         same = scores(root / "nbgrader") == scores(root / "course")
     before, after = results["nbgrader"][0] / count, results["course"][0] / count
