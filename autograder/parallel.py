@@ -35,9 +35,12 @@ def grade_task(setup: Setup, lesson: str, student: str) -> Graded:
 
 
 def _start_worker(threads: int) -> None:
-    """A worker's kernels and judge share the cores with the other workers' (set before torch is
-    imported, here and in the kernels, which inherit the environment)."""
+    """A worker's kernels and judge share the cores with the other workers': the kernels read
+    the variable when they import torch; this process imported it already (to unpickle this)."""
+    import torch
+
     os.environ["OMP_NUM_THREADS"] = str(threads)
+    torch.set_num_threads(threads)
 
 
 def _lost(lesson: str, student: str, how: str) -> Graded:
