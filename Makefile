@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 # nbgrader runs `alembic` (and jupyter its kernels) from PATH: the venv's bin comes first.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup sandbox postgres test lint lab demo notebooks samples bench bench-grading
+.PHONY: setup sandbox postgres browser screenshots test lint lab formgrader demo notebooks samples bench bench-grading
 
 setup: $(VENV)/.installed
 
@@ -40,6 +40,17 @@ postgres:
 	  { apt-get install -y -q postgresql || { apt-get update -q && apt-get install -y -q postgresql; }; } \
 	    >$(VENV)/apt.log 2>&1 || { cat $(VENV)/apt.log; exit 1; }; }
 
+# The browser test (tests/test_browser.py) drives Debian's Chromium with Playwright, whose own
+# browser download is never used; a CJK font draws the glossaries' Chinese. As root on Debian or
+# Ubuntu this installs both when they are missing.
+browser:
+	@test -x /usr/bin/chromium && fc-list :lang=zh | grep -q . || { \
+	  test "$$(id -u)" = 0 && command -v apt-get >/dev/null || { \
+	    echo "The browser test needs Chromium and a CJK font: sudo apt-get install chromium fonts-wqy-zenhei"; exit 1; }; \
+	  echo "installing chromium and fonts-wqy-zenhei (the browser test) ..."; \
+	  { apt-get install -y -q chromium fonts-wqy-zenhei || { apt-get update -q && apt-get install -y -q chromium fonts-wqy-zenhei; }; } \
+	    >$(VENV)/apt.log 2>&1 || { cat $(VENV)/apt.log; exit 1; }; }
+
 lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
@@ -48,16 +59,37 @@ lint: setup
 # One worker per core; a test file (a notebook, for nbval) stays on one worker. The slowest
 # files come first, so that no worker is left with one of them at the end.
 SLOWEST := tests/test_pipeline.py tests/test_notebooks_portable.py tests/test_collect.py
-test: setup sandbox postgres lint
+test: setup sandbox postgres browser lint
 	$(PY) -m pytest -n auto --dist loadfile --durations=8 --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		$(SLOWEST) tests solutions/lessons
+
+# The README's two screenshots, from a run of the browser test.
+screenshots: setup browser
+	$(PY) -m pytest -q tests/test_browser.py
+	cp workspace/screenshots/lab_named_mistake.png workspace/screenshots/feedback_offline.png docs/images/
 
 demo: setup sandbox
 	$(PY) -m autograder demo
 
 # Jupyter refuses to start as root without --allow-root (containers, cloud shells).
+AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+
+# The learner's JupyterLab on course/: Validate grades as the autograder does (./nbgrader_config.py);
+# the instructor's panels are off (jupyter_config/learner). LAB_ROOT and LAB_ARGS (more options for
+# jupyter lab) let the browser test open a copy of a lesson the same way.
+LAB_ROOT := course/
 lab: setup
-	$(VENV)/bin/jupyter lab course/ $(if $(filter 0,$(shell id -u)),--allow-root)
+	JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter_config/learner $(VENV)/bin/jupyter lab $(LAB_ROOT) $(AS_ROOT) $(LAB_ARGS)
+
+# The instructor's Formgrader on a grading workspace, with the configuration the pipeline wrote
+# there: `make formgrader` for ./workspace, `make formgrader WORKSPACE=workspace/demo` after `make demo`.
+WORKSPACE := workspace
+formgrader: setup
+	@test -f $(WORKSPACE)/nbgrader_config.py || { \
+	  echo "No graded workspace at $(WORKSPACE)/: grade a class there first (python -m autograder ...),"; \
+	  echo "or open the demo's after 'make demo': make formgrader WORKSPACE=workspace/demo"; exit 1; }
+	cd $(WORKSPACE) && JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter_config/instructor \
+	  $(CURDIR)/$(VENV)/bin/jupyter lab --ServerApp.root_dir=. --ServerApp.default_url=/formgrader $(AS_ROOT) $(LAB_ARGS)
 
 # After editing a lesson script or the reference package: rebuild notebooks, then samples.
 notebooks: setup

@@ -47,6 +47,9 @@ from autograder.nbgrader_config import local_sockets
 
 HEADER = re.compile(r"^# %%(?P<rest>.*)$")
 NBGRADER_SCHEMA = 3
+# ipykernel's own name for its kernel: a notebook that says otherwise shows as modified the moment
+# JupyterLab opens it (it writes the kernel's name into the notebook).
+KERNEL_DISPLAY_NAME = "Python 3 (ipykernel)"
 NBVAL_IGNORE_OUTPUT = "nbval-ignore-output"  # nbval runs the cell but does not compare its output
 
 
@@ -168,7 +171,7 @@ def build_source(lesson: str) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     nb.cells = build_cells(parse_script(lessons.script_path(lesson).read_text()))
     nb.metadata = {
-        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "kernelspec": {"display_name": KERNEL_DISPLAY_NAME, "language": "python", "name": "python3"},
         "language_info": {"name": "python"},
     }
     return nb

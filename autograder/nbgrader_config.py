@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 
 from jupyter_core.paths import jupyter_runtime_dir
-from nbgrader.converters import Autograde
+from nbgrader.converters import Autograde, GenerateAssignment
 from nbgrader.preprocessors import Execute, OverwriteCells
 from traitlets.config import Config
 
+from autograder.keep_going import KeepGoing
 from autograder.lessons import COURSE, SOURCE
 from autograder.overwrite import RestoringOverwriteCells
 from autograder.sandbox import CourseExecute, Limits, SandboxedExecute
@@ -68,6 +69,16 @@ def restoring_deleted_cells() -> Config:
     return c
 
 
+def keeping_going() -> Config:
+    """Learners' notebooks whose Run All goes on past a failing cell (autograder/keep_going.py)."""
+    c = Config()
+    c.GenerateAssignment.preprocessors = [
+        KeepGoing,
+        *GenerateAssignment.class_traits()["preprocessors"].default(),
+    ]
+    return c
+
+
 def sandboxed(workspace: Path, limits: Limits, warm: bool = True) -> Config:
     """Autograding with every kernel in the sandbox (autograder/sandbox.py): the workspace hidden
     but for the submission's own folder, no network, ``limits`` on memory and CPU time. Warm:
@@ -107,12 +118,16 @@ def course_config(
     c.CourseDirectory.source_directory = str(source)
     c.CourseDirectory.release_directory = str(release)
     c.CourseDirectory.db_url = db_url or f"sqlite:///{workspace / 'gradebook.db'}"
+    # No learner fetches from an exchange here (submissions come from an LMS or a folder), but the
+    # Formgrader's release buttons need one that exists: the workspace's own.
+    c.Exchange.root = str(workspace / "exchange")
     c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.png"]
     c.Execute.timeout = cell_timeout_s
     c.Execute.kernel_name = "python3"
     c.merge(local_sockets())
     c.merge(executed_by(CourseExecute) if sandbox is None else sandboxed(workspace, sandbox, warm))
     c.CourseExecute.skip_experiments = not run_everything
+    c.merge(keeping_going())
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     c.ClearOutput.remove_metadata_fields = ["collapsed", "scrolled", "execution"]
     # A deleted or edited test cell comes back from the source before grading.

@@ -24,6 +24,7 @@ import sqlalchemy.exc
 from nbformat.warnings import MissingIDFieldWarning
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.apps import NbGraderAPI
+from traitlets.config import Config
 
 from autograder import lessons
 from autograder.flags import Flag, flags
@@ -63,6 +64,52 @@ class Setup:
     run_everything: bool
     db_url: str
     warm: bool
+
+    def config(self) -> Config:
+        """nbgrader's configuration for this Setup (autograder/nbgrader_config.py)."""
+        return course_config(
+            self.workspace,
+            release=self.release,
+            cell_timeout_s=self.cell_timeout_s,
+            sandbox=self.sandbox,
+            run_everything=self.run_everything,
+            db_url=self.db_url,
+            warm=self.warm,
+        )
+
+    def config_file(self) -> str:
+        """The text of an nbgrader_config.py that configures nbgrader as this Setup does (its repr
+        is the Python that rebuilds it)."""
+        return CONFIG_FILE.format(setup=repr(self))
+
+
+# What the pipeline writes into its workspace, so that nbgrader's own tools started there (the
+# Formgrader of `make formgrader`, `nbgrader` commands) grade and validate as the pipeline does.
+CONFIG_FILE = """\
+# Written by the course's pipeline (autograder/pipeline.py) each time it opens this workspace, so
+# that nbgrader's own tools started here (the Formgrader, `nbgrader` commands) grade exactly as
+# `python -m autograder` does. Change the pipeline's options, not this file.
+from pathlib import PosixPath
+
+from autograder.pipeline import Setup
+from autograder.sandbox import Limits
+from autograder.validate import validate_as_graded
+
+c = get_config()  # noqa: F821 (Jupyter's configuration loader provides it)
+c.merge({setup}.config())
+validate_as_graded()
+"""
+
+
+def _write_config_file(path: Path, text: str) -> None:
+    """``text`` into ``path``, readable by its owner only (it may hold the gradebook's password),
+    whole at every moment: worker processes that open the same workspace write it at once."""
+    if path.is_file() and path.read_text() == text:
+        return
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.write_text(text)
+    partial.chmod(0o600)
+    partial.replace(path)
 
 
 @dataclass(frozen=True)
@@ -171,17 +218,8 @@ class Pipeline:
             db_url or sqlite_url(self.workspace),
             warm,
         )
-        self.api = NbGraderAPI(
-            config=course_config(
-                self.workspace,
-                release=release,
-                cell_timeout_s=cell_timeout_s,
-                sandbox=sandbox,
-                run_everything=run_everything,
-                db_url=self.setup.db_url,
-                warm=warm,
-            )
-        )
+        self.api = NbGraderAPI(config=self.setup.config())
+        _write_config_file(self.workspace / "nbgrader_config.py", self.setup.config_file())
         # nbgrader logs to the shared "traitlets" logger: nothing of it reaches the terminal (each
         # failure gets one line in the problems), but its errors still reach the captured log
         # of a failed run, which says why it failed

@@ -121,3 +121,16 @@ def test_a_wrong_output_after_right_weights_says_where_to_look():
 
     with pytest.raises(CheckFailure, match=r"Your self.attn weights are right, so look at what comes after"):
         multi_head.check_mha_cross_attention(NoOutputBias)
+
+
+def test_a_failure_message_never_breaks_inside_a_code_span():
+    from autograder.checks import CheckFailure, core
+
+    span = "`raise NotImplementedError()`"
+    message = f"attention is not implemented yet: replace {'x ' * 25}{span} in its cell"
+    for width in range(40, 101, 3):
+        lines = core.wrap_message(message, width=width)
+        assert any(span in line for line in lines), (width, lines)
+        assert all(len(line) <= width for line in lines), (width, lines)
+    rendered = CheckFailure(message)._render_traceback_()
+    assert any(span in line for line in rendered), rendered

@@ -10,6 +10,7 @@ whose message is written for the learner.
 import contextlib
 import functools
 import inspect
+import re
 import textwrap
 import tomllib
 import traceback
@@ -34,7 +35,7 @@ class CheckFailure(AssertionError):
     """
 
     def _render_traceback_(self) -> list[str]:  # IPython calls this to display the error
-        lines = textwrap.wrap(f"CheckFailure: {self}", width=100, subsequent_indent="    ")
+        lines = wrap_message(f"CheckFailure: {self}")
         cause = self.__cause__
         if cause is not None and not isinstance(cause, NotImplementedError):
             frames = traceback.extract_tb(cause.__traceback__)
@@ -42,6 +43,22 @@ class CheckFailure(AssertionError):
             lines += ["", "Where your code raised it:"]
             lines += traceback.format_list(learner[-3:]) + traceback.format_exception_only(cause)
         return lines
+
+
+# A `code span` in a message: it is wrapped as one word, so that `raise NotImplementedError()`
+# never breaks across two lines.
+CODE_SPAN = re.compile(r"`[^`]*`")
+NO_BREAK = "\x00"  # stands for a space inside a code span while the message is wrapped
+
+
+def wrap_message(message: str, width: int = 100) -> list[str]:
+    """``message`` in lines of at most ``width`` characters (a longer code span gets its own
+    line), continued lines indented, never broken inside a `code span`."""
+    joined = CODE_SPAN.sub(lambda span: span[0].replace(" ", NO_BREAK), message)
+    lines = textwrap.wrap(
+        joined, width=width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False
+    )
+    return [line.replace(NO_BREAK, " ") for line in lines]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,309 @@
+"""The course as people open it, in a real browser: Chromium from the distribution's packages,
+driven by Playwright (its own browser download is never used).
+
+A learner's `make lab` on a copy of lesson 03: Run All on a mistaken exercise shows the named
+mistake and still runs the rest of the lesson; the fixed exercise shows ✓ lines; nbgrader's
+Validate button gives grading's verdict both ways. Then a feedback page, opened from disk with
+every network request refused, shows its formulas typeset and its tables ruled.
+
+Screenshots go to workspace/screenshots/ (untracked); `make screenshots` copies the README's
+two into docs/images/.
+"""
+
+import inspect
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from autograder import lessons
+
+LESSON = "03_attention"
+NOTEBOOK = f"{LESSON}/{lessons.notebook_name(LESSON)}"
+SCREENSHOTS = lessons.ROOT / "workspace" / "screenshots"
+CHROMIUM = "/usr/bin/chromium"
+TOKEN = "course-browser-test"
+STUB = "# YOUR CODE HERE\n    raise NotImplementedError()"
+NO_SCALING_HINT = "The scores are not scaled: divide q kᵀ by sqrt(d_k) before the softmax."
+SECONDS = 1000  # Playwright counts milliseconds
+
+
+def _solution_body() -> str:
+    """The reference's body of scaled_dot_product_attention, between its solution markers."""
+    from solutions.attention import scaled_dot_product_attention
+
+    source = inspect.getsource(scaled_dot_product_attention)
+    body = source.split("### BEGIN SOLUTION\n")[1].split("    ### END SOLUTION")[0]
+    return body.strip("\n").removeprefix("    ")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait_for_server(url: str, process: subprocess.Popen, log: Path, seconds: float = 180) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"`make lab` exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=5) as reply:
+                if reply.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError(f"JupyterLab did not answer in {seconds} s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """`make lab` on a copy of the learner's lesson 03; yields the server's URL."""
+    assert Path(CHROMIUM).exists(), "the browser test needs Chromium: sudo apt-get install chromium"
+    root = tmp_path_factory.mktemp("lab")
+    shutil.copytree(lessons.COURSE / LESSON, root / LESSON)
+    settings = root.parent / f"{root.name}-settings"
+    # No news or update checks: nothing reaches for the network, and no pop-up covers the lesson
+    notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    notification.parent.mkdir(parents=True)
+    notification.write_text('{"fetchNews": "false", "checkForUpdates": false}')
+    # Every cell in the page, as the screenshots show them (by default JupyterLab leaves cells
+    # far off screen out of it)
+    tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text('{"windowingMode": "none"}')
+    port = _free_port()
+    options = [
+        "--no-browser",
+        f"--port={port}",
+        f"--IdentityProvider.token={TOKEN}",
+        "--LabApp.expose_app_in_browser=True",
+        f"--LabApp.user_settings_dir={settings}",
+        f"--LabApp.workspaces_dir={settings}",
+    ]
+    log = root.parent / f"{root.name}-lab.log"
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            ["make", "-s", "lab", f"LAB_ROOT={root}", f"LAB_ARGS={' '.join(options)}"],
+            cwd=lessons.ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for_server(url, process, log)
+        yield url, root
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+        )
+        yield chromium
+        chromium.close()
+
+
+# JavaScript run in the page, on JupyterLab's application object (exposed by
+# --LabApp.expose_app_in_browser): the open notebook, its cells and its kernel.
+PANEL = "window.jupyterapp.shell.currentWidget"
+READY = f"""() => {{
+  const panel = {PANEL};
+  return !!(panel && panel.content && panel.context && panel.context.isReady
+    && panel.sessionContext.session && panel.sessionContext.session.kernel
+    && panel.sessionContext.session.kernel.status === 'idle'
+    && panel.content.widgets.length > 0);
+}}"""
+SET_EXERCISE = f"""(source) => {{
+  const cell = {PANEL}.content.widgets.find(c => (c.model.getMetadata('nbgrader') || {{}}).solution);
+  cell.model.sharedModel.setSource(source);
+}}"""
+EXERCISE_SOURCE = f"""() => {PANEL}.content.widgets
+  .find(c => (c.model.getMetadata('nbgrader') || {{}}).solution).model.sharedModel.getSource()"""
+# Every code cell has run (an execution count) and the kernel is idle again
+ALL_RUN = f"""() => {{
+  const panel = {PANEL};
+  const code = panel.content.widgets.filter(c => c.model.type === 'code');
+  return panel.sessionContext.session.kernel.status === 'idle'
+    && code.every(c => c.model.executionCount !== null);
+}}"""
+# Each code cell's grade_id, execution count and outputs (from the notebook's model: JupyterLab
+# leaves cells far off screen out of the page)
+CELLS = f"""() => {PANEL}.content.widgets.filter(c => c.model.type === 'code').map(c => ({{
+  grade_id: (c.model.getMetadata('nbgrader') || {{}}).grade_id,
+  count: c.model.executionCount,
+  outputs: c.model.outputs.toJSON(),
+}}))"""
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _shown(cell: dict) -> dict:
+    """A code cell as a learner sees it: the text of its outputs (a traceback as printed), and
+    whether a figure is among them."""
+    text = []
+    for output in cell["outputs"]:
+        if output["output_type"] == "stream":
+            text.append("".join(output["text"]))
+        elif output["output_type"] == "error":
+            text.append(ANSI.sub("", "\n".join(output["traceback"])))
+        else:
+            text.append("".join(output.get("data", {}).get("text/plain", "")))
+    image = any("image/png" in output.get("data", {}) for output in cell["outputs"])
+    # the words alone: a long message is wrapped over lines
+    words = " ".join(" ".join(text).split())
+    return {"grade_id": cell["grade_id"], "count": cell["count"], "text": words, "image": image}
+
+
+DIRTY = f"() => {PANEL}.context.model.dirty"
+
+
+def _run_all(page) -> list[dict]:
+    """Run All from a clean slate (outputs cleared), then every code cell's outputs."""
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    try:
+        page.wait_for_function(ALL_RUN, timeout=240 * SECONDS, polling=500)
+    except Exception:
+        unrun = [cell["grade_id"] for cell in page.evaluate(CELLS) if cell["count"] is None]
+        raise AssertionError(f"Run All stopped before these cells ran: {unrun}") from None
+    return [_shown(cell) for cell in page.evaluate(CELLS)]
+
+
+def _validate(page) -> str:
+    """Save, press nbgrader's Validate button on the toolbar, and read its verdict."""
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.get_by_role("button", name="Validate").click()
+    dialog = page.locator(".jp-Dialog-content")
+    dialog.wait_for(timeout=180 * SECONDS)
+    verdict = dialog.inner_text()
+    return verdict
+
+
+def _close_dialog(page) -> None:
+    page.locator(".jp-Dialog-content").get_by_role("button").last.click()
+    page.locator(".jp-Dialog-content").wait_for(state="detached", timeout=10 * SECONDS)
+
+
+def _scroll_to(page, grade_id: str) -> None:
+    page.evaluate(
+        f"""(id) => {PANEL}.content.widgets
+          .find(c => (c.model.getMetadata('nbgrader') || {{}}).grade_id === id).node.scrollIntoView()""",
+        grade_id,
+    )
+
+
+def test_a_learner_runs_fixes_and_validates_a_lesson(lab, browser):
+    url, root = lab
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1280, "height": 860})
+    page.goto(f"{url}/lab/tree/{NOTEBOOK}?token={TOKEN}")
+    page.wait_for_function(READY, timeout=180 * SECONDS, polling=500)
+
+    # Opening the lesson changes nothing in it (its kernel's name is the kernel's own)
+    page.wait_for_timeout(2 * SECONDS)
+    assert not page.evaluate(DIRTY), "the notebook shows as modified right after it opened"
+    # The learner's JupyterLab has no instructor panels
+    assert page.get_by_text("Formgrader").count() == 0
+    assert page.get_by_role("button", name="Validate").count() == 1
+
+    stub = page.evaluate(EXERCISE_SOURCE)
+    assert STUB in stub, stub
+    body = _solution_body()
+    mistaken = body.replace(" / math.sqrt(d_k)", "")
+    assert mistaken != body
+    page.evaluate(SET_EXERCISE, stub.replace(STUB, mistaken))
+
+    cells = _run_all(page)
+    tests = [cell for cell in cells if cell["grade_id"].startswith("test_")]
+    failing = [cell for cell in tests if "CheckFailure" in cell["text"]]
+    assert failing, [cell["text"] for cell in tests]
+    assert any(NO_SCALING_HINT in cell["text"] for cell in failing), [cell["text"] for cell in failing]
+    # Run All went on past the failures: a figure below the first failing check was drawn
+    first_failure = cells.index(failing[0])
+    assert any(cell["image"] for cell in cells[first_failure + 1 :]), "no figure after the failing check"
+    _scroll_to(page, tests[0]["grade_id"])
+    page.screenshot(path=SCREENSHOTS / "lab_named_mistake.png")
+
+    verdict = _validate(page)
+    assert "The following cell failed" in verdict and "a known mistake, no scaling" in verdict, verdict
+    _close_dialog(page)
+
+    page.evaluate(SET_EXERCISE, stub.replace(STUB, body))
+    cells = _run_all(page)
+    tests = [cell for cell in cells if cell["grade_id"].startswith("test_")]
+    assert all("✓" in cell["text"] and "CheckFailure" not in cell["text"] for cell in tests), [
+        cell["text"] for cell in tests
+    ]
+    _scroll_to(page, tests[0]["grade_id"])
+    page.screenshot(path=SCREENSHOTS / "lab_checks_pass.png")
+
+    verdict = _validate(page)
+    assert "Success! Your notebook passes all the tests." in verdict, verdict
+    page.screenshot(path=SCREENSHOTS / "lab_validate.png")
+    _close_dialog(page)
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> Path:
+    """A workspace in which ada's lesson 03 (a bundled sample) is graded and has its feedback."""
+    from autograder.make_samples import SAMPLES
+    from autograder.pipeline import Pipeline
+
+    inbox = tmp_path_factory.mktemp("inbox")
+    shutil.copytree(SAMPLES / "ada" / LESSON, inbox / "ada" / LESSON)
+    workspace = tmp_path_factory.mktemp("workspace")
+    pipeline = Pipeline(workspace, release=workspace / "release", sandbox=None, log=lambda line: None)
+    pipeline.release([LESSON])
+    pipeline.collect_folder(inbox)
+    pipeline.autograde()
+    assert pipeline.feedback(), pipeline.problems
+    return workspace
+
+
+def test_the_formgrader_opens_on_the_graded_workspace(graded, browser):
+    port = _free_port()
+    log = graded.parent / f"{graded.name}-formgrader.log"
+    options = f"--no-browser --port={port} --IdentityProvider.token={TOKEN}"
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            ["make", "-s", "formgrader", f"WORKSPACE={graded}", f"LAB_ARGS={options}"],
+            cwd=lessons.ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for_server(url, process, log)
+        page = browser.new_page(viewport={"width": 1280, "height": 700})
+        page.goto(f"{url}/formgrader?token={TOKEN}")
+        row = page.locator("table tr", has_text=LESSON)
+        row.first.wait_for(timeout=60 * SECONDS)
+        text = page.inner_text("body")
+        assert "No data available" not in text and "exchange directory" not in text, text[:2000]
+        page.screenshot(path=SCREENSHOTS / "formgrader.png")
+        page.goto(f"{url}/formgrader/manage_students?token={TOKEN}")
+        page.locator("table tr", has_text="ada").first.wait_for(timeout=60 * SECONDS)
+        page.close()
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=30)
