@@ -44,7 +44,7 @@ postgres:
 # browser download is never used; a CJK font draws the glossaries' Chinese. As root on Debian or
 # Ubuntu this installs both when they are missing.
 browser:
-	@test -x /usr/bin/chromium && fc-list :lang=zh | grep -q . || { \
+	@{ test -n "$$CHROMIUM" || command -v chromium >/dev/null; } && fc-list :lang=zh | grep -q . || { \
 	  test "$$(id -u)" = 0 && command -v apt-get >/dev/null || { \
 	    echo "The browser test needs Chromium and a CJK font: sudo apt-get install chromium fonts-wqy-zenhei"; exit 1; }; \
 	  echo "installing chromium and fonts-wqy-zenhei (the browser test) ..."; \

@@ -28,7 +28,9 @@ from autograder import lessons
 LESSON = "03_attention"
 NOTEBOOK = f"{LESSON}/{lessons.notebook_name(LESSON)}"
 SCREENSHOTS = lessons.ROOT / "workspace" / "screenshots"
-CHROMIUM = "/usr/bin/chromium"
+# Debian's package installs /usr/bin/chromium; CHROMIUM names another Chromium-based browser
+# (a hosted CI runner's own Chrome, say)
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 TOKEN = "course-browser-test"
 STUB = "# YOUR CODE HERE\n    raise NotImplementedError()"
 NO_SCALING_HINT = "The scores are not scaled: divide q kᵀ by sqrt(d_k) before the softmax."
@@ -67,7 +69,7 @@ def _wait_for_server(url: str, process: subprocess.Popen, log: Path, seconds: fl
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """`make lab` on a copy of the learner's lesson 03; yields the server's URL."""
-    assert Path(CHROMIUM).exists(), "the browser test needs Chromium: sudo apt-get install chromium"
+    assert Path(CHROMIUM).exists(), f"no browser at {CHROMIUM}: sudo apt-get install chromium (or set CHROMIUM)"
     root = tmp_path_factory.mktemp("lab")
     shutil.copytree(lessons.COURSE / LESSON, root / LESSON)
     settings = root.parent / f"{root.name}-settings"
