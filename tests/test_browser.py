@@ -21,9 +21,11 @@ import time
 import urllib.request
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from autograder import lessons
+from autograder.judge import JUDGE_METADATA
 
 LESSON = "03_attention"
 NOTEBOOK = f"{LESSON}/{lessons.notebook_name(LESSON)}"
@@ -69,7 +71,9 @@ def _wait_for_server(url: str, process: subprocess.Popen, log: Path, seconds: fl
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """`make lab` on a copy of the learner's lesson 03; yields the server's URL."""
-    assert Path(CHROMIUM).exists(), f"no browser at {CHROMIUM}: sudo apt-get install chromium (or set CHROMIUM)"
+    assert Path(CHROMIUM).exists(), (
+        f"no browser at {CHROMIUM}: sudo apt-get install chromium (or set CHROMIUM)"
+    )
     root = tmp_path_factory.mktemp("lab")
     shutil.copytree(lessons.COURSE / LESSON, root / LESSON)
     settings = root.parent / f"{root.name}-settings"
@@ -266,14 +270,15 @@ def test_a_learner_runs_fixes_and_validates_a_lesson(lab, browser):
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory) -> Path:
-    """A workspace in which ada's lesson 03 (a bundled sample) is graded and has its feedback."""
+    """A workspace in which ada's lesson 03 (a bundled sample) is graded, in the sandbox, and has its
+    feedback."""
     from autograder.make_samples import SAMPLES
     from autograder.pipeline import Pipeline
 
     inbox = tmp_path_factory.mktemp("inbox")
     shutil.copytree(SAMPLES / "ada" / LESSON, inbox / "ada" / LESSON)
     workspace = tmp_path_factory.mktemp("workspace")
-    pipeline = Pipeline(workspace, release=workspace / "release", sandbox=None, log=lambda line: None)
+    pipeline = Pipeline(workspace, release=workspace / "release", log=lambda line: None)
     pipeline.release([LESSON])
     pipeline.collect_folder(inbox)
     pipeline.autograde()
@@ -297,15 +302,71 @@ def test_the_formgrader_opens_on_the_graded_workspace(graded, browser):
     try:
         _wait_for_server(url, process, log)
         page = browser.new_page(viewport={"width": 1280, "height": 700})
-        page.goto(f"{url}/formgrader?token={TOKEN}")
+        page.goto(f"{url}/login?token={TOKEN}")  # the session's cookie, which the Formgrader's pages need
+        page.goto(f"{url}/formgrader")
         row = page.locator("table tr", has_text=LESSON)
         row.first.wait_for(timeout=60 * SECONDS)
         text = page.inner_text("body")
         assert "No data available" not in text and "exchange directory" not in text, text[:2000]
         page.screenshot(path=SCREENSHOTS / "formgrader.png")
-        page.goto(f"{url}/formgrader/manage_students?token={TOKEN}")
+        page.goto(f"{url}/formgrader/manage_students")
         page.locator("table tr", has_text="ada").first.wait_for(timeout=60 * SECONDS)
+
+        # The Formgrader's Autograde button grades as the pipeline does: the course's Execute step,
+        # whose judge leaves its record in the notebook, and the same score
+        autograded = graded / "autograded" / "ada" / LESSON
+        shutil.rmtree(autograded)
+        page.goto(f"{url}/formgrader/manage_submissions/{LESSON}")
+        row = page.locator("table tr", has_text="ada").first
+        graded_reply = lambda reply: reply.url.endswith("/autograde")  # noqa: E731
+        with page.expect_response(graded_reply, timeout=240 * SECONDS) as reply:
+            row.locator("td.autograde a").click()
+        assert reply.value.json()["success"], reply.value.json()["log"][-3000:]
+        notebook = autograded / lessons.notebook_name(LESSON)
+        assert JUDGE_METADATA in nbformat.read(notebook, as_version=4).metadata
+        page.reload()
+        score = page.locator("table tr", has_text="ada").first.locator("td.score")
+        assert score.inner_text(timeout=60 * SECONDS) == "6 / 6"
         page.close()
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=30)
+
+
+# Text of the page's body that still holds a formula's delimiter, outside code and printed output
+RAW_MATH = """() => {
+  const skip = new Set(['PRE', 'CODE', 'SCRIPT', 'STYLE', 'TEXTAREA']);
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const raw = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    let inside = node.parentElement;
+    while (inside && !skip.has(inside.tagName)) inside = inside.parentElement;
+    if (!inside && /\\$|\\\\\\(|\\\\\\[/.test(node.textContent)) raw.push(node.textContent.trim());
+  }
+  return raw;
+}"""
+CELL_BORDER = "() => getComputedStyle(document.querySelector('table td')).borderTopStyle"
+GLOSSARY_FONT = """() => {
+  const cell = [...document.querySelectorAll('td')].find(td => td.textContent.trim() === '注意力');
+  return getComputedStyle(cell).fontFamily;
+}"""
+
+
+def test_a_feedback_page_reads_offline(graded, browser):
+    (path,) = (graded / "feedback" / "ada" / LESSON).glob("*.html")
+    context = browser.new_context(viewport={"width": 1100, "height": 760}, offline=True)
+    page = context.new_page()
+    requested = []
+    page.on("request", lambda request: requested.append(request.url))
+    page.goto(path.as_uri())
+    page.wait_for_load_state("load")
+
+    assert page.evaluate(RAW_MATH) == []
+    assert page.locator("mjx-container svg").count() > 20
+    assert [url for url in requested if not url.startswith(("file:", "data:"))] == []
+    assert page.evaluate(CELL_BORDER) == "solid"
+    assert "WenQuanYi Zen Hei" in page.evaluate(GLOSSARY_FONT)
+    page.locator("table", has_text="scores").first.scroll_into_view_if_needed()
+    page.evaluate("() => window.scrollBy(0, -120)")
+    page.screenshot(path=SCREENSHOTS / "feedback_offline.png")
+    context.close()
