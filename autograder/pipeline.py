@@ -89,12 +89,14 @@ CONFIG_FILE = """\
 # Written by the course's pipeline (autograder/pipeline.py) each time it opens this workspace, so
 # that nbgrader's own tools started here (the Formgrader, `nbgrader` commands) grade exactly as
 # `python -m autograder` does. Change the pipeline's options, not this file.
+import os
 from pathlib import PosixPath
 
 from autograder.pipeline import Setup
 from autograder.sandbox import Limits
 from autograder.validate import validate_as_graded
 
+os.environ.setdefault("COURSE_DEVICE", "cpu")  # kernels and judge on the CPU, as the pipeline grades
 c = get_config()  # noqa: F821 (Jupyter's configuration loader provides it)
 c.merge({setup}.config())
 validate_as_graded()

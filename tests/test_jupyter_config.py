@@ -5,6 +5,7 @@ tests/test_browser.py uses them all in a browser; these tests say what each hold
 
 import inspect
 import json
+import os
 import re
 import shutil
 import sys
@@ -49,13 +50,15 @@ def test_the_repository_config_is_the_pipelines_default():
     assert steps == GRADING_STEPS
 
 
-def test_the_pipeline_writes_its_own_config_into_its_workspace(tmp_path):
+def test_the_pipeline_writes_its_own_config_into_its_workspace(tmp_path, monkeypatch):
     from autograder.pipeline import Pipeline
 
     pipeline = Pipeline(tmp_path, release=tmp_path / "release", sandbox=None, cell_timeout_s=17)
     written = tmp_path / "nbgrader_config.py"
     assert written.stat().st_mode & 0o777 == 0o600  # it may hold the gradebook's password
+    monkeypatch.delenv("COURSE_DEVICE")  # the Formgrader's process grades on the CPU too
     config, steps = _load(written)
+    assert os.environ["COURSE_DEVICE"] == "cpu"
     assert config == pipeline.setup.config()
     assert config.Execute.timeout == 17 and config.CourseDirectory.root == str(tmp_path.resolve())
     assert steps == GRADING_STEPS
