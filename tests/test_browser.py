@@ -10,6 +10,7 @@ Screenshots go to workspace/screenshots/ (untracked); `make screenshots` copies 
 two into docs/images/.
 """
 
+import contextlib
 import inspect
 import os
 import re
@@ -68,12 +69,36 @@ def _wait_for_server(url: str, process: subprocess.Popen, log: Path, seconds: fl
     raise AssertionError(f"JupyterLab did not answer in {seconds} s:\n{log.read_text()[-3000:]}")
 
 
+@contextlib.contextmanager
+def _served(target: str, log: Path, options: tuple[str, ...] = (), **variables):
+    """`make <target>` (lab or formgrader) on a free port with the test's token, more ``options``
+    for jupyter lab and ``variables`` for make, running until the block ends; yields its URL."""
+    port = _free_port()
+    options = ("--no-browser", f"--port={port}", f"--IdentityProvider.token={TOKEN}", *options)
+    variables["LAB_ARGS"] = " ".join(options)
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            ["make", "-s", target, *(f"{name}={value}" for name, value in variables.items())],
+            cwd=lessons.ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # make, JupyterLab, its kernels and zygote: one group to stop
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for_server(url, process, log)
+        yield url
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """`make lab` on a copy of the learner's lesson 03; yields the server's URL."""
-    assert Path(CHROMIUM).exists(), (
-        f"no browser at {CHROMIUM}: sudo apt-get install chromium (or set CHROMIUM)"
-    )
     root = tmp_path_factory.mktemp("lab")
     shutil.copytree(lessons.COURSE / LESSON, root / LESSON)
     settings = root.parent / f"{root.name}-settings"
@@ -86,40 +111,20 @@ def lab(tmp_path_factory):
     tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
     tracker.parent.mkdir(parents=True)
     tracker.write_text('{"windowingMode": "none"}')
-    port = _free_port()
-    options = [
-        "--no-browser",
-        f"--port={port}",
-        f"--IdentityProvider.token={TOKEN}",
+    options = (
         "--LabApp.expose_app_in_browser=True",
         f"--LabApp.user_settings_dir={settings}",
         f"--LabApp.workspaces_dir={settings}",
-    ]
-    log = root.parent / f"{root.name}-lab.log"
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            ["make", "-s", "lab", f"LAB_ROOT={root}", f"LAB_ARGS={' '.join(options)}"],
-            cwd=lessons.ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_for_server(url, process, log)
+    )
+    with _served("lab", root.parent / f"{root.name}-lab.log", options, LAB_ROOT=root) as url:
         yield url, root
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="module")
 def browser():
     from playwright.sync_api import sync_playwright
 
+    assert Path(CHROMIUM).exists(), f"no browser at {CHROMIUM}: apt-get install chromium, or set CHROMIUM"
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(
             executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
@@ -287,20 +292,7 @@ def graded(tmp_path_factory) -> Path:
 
 
 def test_the_formgrader_opens_on_the_graded_workspace(graded, browser):
-    port = _free_port()
-    log = graded.parent / f"{graded.name}-formgrader.log"
-    options = f"--no-browser --port={port} --IdentityProvider.token={TOKEN}"
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            ["make", "-s", "formgrader", f"WORKSPACE={graded}", f"LAB_ARGS={options}"],
-            cwd=lessons.ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_for_server(url, process, log)
+    with _served("formgrader", graded.parent / f"{graded.name}-formgrader.log", WORKSPACE=graded) as url:
         page = browser.new_page(viewport={"width": 1280, "height": 700})
         page.goto(f"{url}/login?token={TOKEN}")  # the session's cookie, which the Formgrader's pages need
         page.goto(f"{url}/formgrader")
@@ -328,9 +320,6 @@ def test_the_formgrader_opens_on_the_graded_workspace(graded, browser):
         score = page.locator("table tr", has_text="ada").first.locator("td.score")
         assert score.inner_text(timeout=60 * SECONDS) == "6 / 6"
         page.close()
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=30)
 
 
 # Text of the page's body that still holds a formula's delimiter, outside code and printed output
