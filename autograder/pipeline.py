@@ -66,16 +66,9 @@ class Setup:
     warm: bool
 
     def config(self) -> Config:
-        """nbgrader's configuration for this Setup (autograder/nbgrader_config.py)."""
-        return course_config(
-            self.workspace,
-            release=self.release,
-            cell_timeout_s=self.cell_timeout_s,
-            sandbox=self.sandbox,
-            run_everything=self.run_everything,
-            db_url=self.db_url,
-            warm=self.warm,
-        )
+        """nbgrader's configuration for this Setup (autograder/nbgrader_config.py), whose
+        parameters are this Setup's fields, by name."""
+        return course_config(**vars(self))
 
     def config_file(self) -> str:
         """The text of an nbgrader_config.py that configures nbgrader as this Setup does (its repr
@@ -234,16 +227,7 @@ class Pipeline:
     @classmethod
     def from_setup(cls, setup: Setup, log=print) -> "Pipeline":
         """The Pipeline that ``setup`` describes (in a worker process, say)."""
-        return cls(
-            setup.workspace,
-            release=setup.release,
-            log=log,
-            cell_timeout_s=setup.cell_timeout_s,
-            sandbox=setup.sandbox,
-            run_everything=setup.run_everything,
-            db_url=setup.db_url,
-            warm=setup.warm,
-        )
+        return cls(log=log, **vars(setup))  # the Pipeline's parameters are the Setup's fields
 
     def gradebook(self) -> Gradebook:
         """A connection to this course's gradebook (use it in a ``with`` block)."""
