@@ -82,28 +82,19 @@ def _attention_that_warns(folder: Path) -> Path:
     return path
 
 
-def test_validate_passes_a_correct_solution_that_warns_as_grading_does(tmp_path):
+def test_validate_passes_a_correct_solution_that_warns_as_grading_does(tmp_path, monkeypatch):
     path = _attention_that_warns(tmp_path)
     config, steps = _load(ROOT_CONFIG)
-    saved = Validator.preprocessors
-    try:
-        Validator.preprocessors = steps
-        assert Validator(config=config).validate(str(path)) == {}
-        Validator.preprocessors = saved  # nbgrader's own steps: stderr fails every test cell
-        failed = Validator(config=config).validate(str(path))["failed"]
-    finally:
-        Validator.preprocessors = saved
+    failed = Validator(config=config).validate(str(path))["failed"]  # nbgrader's own steps
     assert len(failed) == 4 and all("UserWarning: scores computed" in cell["error"] for cell in failed)
+    monkeypatch.setattr(Validator, "preprocessors", steps)
+    assert Validator(config=config).validate(str(path)) == {}
 
 
-def test_validate_fails_an_unimplemented_exercise():
+def test_validate_fails_an_unimplemented_exercise(monkeypatch):
     config, steps = _load(ROOT_CONFIG)
-    saved = Validator.preprocessors
-    try:
-        Validator.preprocessors = steps
-        failed = Validator(config=config).validate(str(lessons.COURSE / "01_embedding" / "embedding.ipynb"))
-    finally:
-        Validator.preprocessors = saved
+    monkeypatch.setattr(Validator, "preprocessors", steps)
+    failed = Validator(config=config).validate(str(lessons.COURSE / "01_embedding" / "embedding.ipynb"))
     assert failed["failed"] and all("not implemented yet" in cell["error"] for cell in failed["failed"])
 
 
