@@ -2,7 +2,7 @@
 
 A typical week, from the repository root (the workspace defaults to ./workspace, untracked):
 
-    python -m autograder release 03_attention          # learners' notebook into course/, gradebook entry
+    python -m autograder release 03_attention          # learners' notebook into workspace/release/, gradebook
     python -m autograder collect --folder inbox/        # inbox/<student>/<lesson>/*.ipynb
     python -m autograder collect --zip dl.zip --lesson 03_attention   # or an LMS download
     python -m autograder autograde                      # every submission taken in, one per core at once
@@ -25,6 +25,7 @@ from autograder.pipeline import Pipeline, SandboxUnavailable
 from autograder.sandbox import Limits
 
 SAMPLES = Path(__file__).resolve().parent / "sample_submissions"
+DEMO_MARK = ".course-demo"  # in a workspace that `demo` made, and so may replace
 
 
 def _print_problems(pipeline: Pipeline) -> None:
@@ -39,9 +40,19 @@ def _print_problems(pipeline: Pipeline) -> None:
 def demo(
     workspace: Path, sandbox: Limits | None, run_everything: bool = False, jobs: int = 1, warm: bool = True
 ) -> int:
-    """The whole pipeline on the bundled sample submissions, in a fresh scratch workspace."""
+    """The whole pipeline on the bundled sample submissions, in a fresh scratch workspace. It
+    replaces only a folder that is empty or that an earlier demo made (it holds DEMO_MARK)."""
     start = time.perf_counter()
+    if workspace.exists() and any(workspace.iterdir()) and not (workspace / DEMO_MARK).is_file():
+        print(
+            f"error: {workspace} is not empty and no demo made it: the demo would delete it to start "
+            "afresh. Choose another folder with --into.",
+            file=sys.stderr,
+        )
+        return 2
     shutil.rmtree(workspace, ignore_errors=True)
+    workspace.mkdir(parents=True)
+    (workspace / DEMO_MARK).write_text("made by `python -m autograder demo`, which replaces this folder\n")
     pipeline = Pipeline(
         workspace, release=workspace / "release", sandbox=sandbox, run_everything=run_everything, warm=warm
     )
@@ -102,6 +113,12 @@ def main(argv: list[str] | None = None) -> int:
         "--cpu-s", type=int, default=Limits.cpu_s, help="CPU seconds per kernel (default: %(default)s)"
     )
     limits.add_argument(
+        "--open-files",
+        type=int,
+        default=Limits.open_files,
+        help="open files per process (default: %(default)s)",
+    )
+    limits.add_argument(
         "--tasks",
         type=int,
         default=Limits.tasks,
@@ -125,7 +142,10 @@ def main(argv: list[str] | None = None) -> int:
         help="grade without the sandbox, with your own permissions (only for code you trust)",
     )
     steps = parser.add_subparsers(dest="step", required=True)
-    release = steps.add_parser("release", help="generate learners' notebooks into course/ and the gradebook")
+    release = steps.add_parser(
+        "release",
+        help="generate learners' notebooks into <workspace>/release/ and record them in the gradebook",
+    )
     release.add_argument("lessons", nargs="*", help="default: every lesson")
     collect = steps.add_parser("collect", help="take in submissions from a folder or an LMS zip")
     collect.add_argument("--folder", type=Path, help="a folder laid out <student>/<lesson>/*.ipynb")
@@ -151,12 +171,13 @@ def main(argv: list[str] | None = None) -> int:
     _add_jobs(demo_parser)
     args = parser.parse_args(argv)
 
-    sandbox = None if args.unsafe else Limits(args.memory_gib, args.cpu_s, tasks=args.tasks)
+    sandbox = None if args.unsafe else Limits(args.memory_gib, args.cpu_s, args.open_files, args.tasks)
+    warm = not args.cold_kernels
     try:
         if args.step == "demo":
-            return demo(args.into, sandbox, args.run_everything, args.jobs)
+            return demo(args.into, sandbox, args.run_everything, args.jobs, warm)
         pipeline = Pipeline(
-            args.workspace, sandbox=sandbox, run_everything=args.run_everything, db_url=args.db
+            args.workspace, sandbox=sandbox, run_everything=args.run_everything, db_url=args.db, warm=warm
         )
     except SandboxUnavailable as error:
         print(f"error: {error}", file=sys.stderr)

@@ -29,6 +29,7 @@ writes the learner's version into ``course/<lesson>/``.
 """
 
 import argparse
+import hashlib
 import importlib
 import inspect
 import os
@@ -228,10 +229,60 @@ def generate_students(names: list[str], release: Path) -> list[Path]:
     return [release / lesson / lessons.notebook_name(lesson) for lesson in names]
 
 
-def write_course(names: list[str]) -> list[Path]:
-    for lesson in names:
-        shutil.rmtree(lessons.COURSE / lesson, ignore_errors=True)
-    return generate_students(names, lessons.COURSE)
+# What `write_course` last wrote into course/, as `sha256sum` lists it (`sha256sum -c` checks it):
+# a file there that differs from its line is someone's work, never overwritten.
+GENERATED = "generated.sha256"
+
+
+class CourseEdited(RuntimeError):
+    """course/ holds work that is not what `write_course` last wrote; the message says which."""
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _recorded(course: Path) -> dict[str, str]:
+    """relative path -> the digest `write_course` recorded for it."""
+    listing = course / GENERATED
+    lines = listing.read_text().splitlines() if listing.is_file() else []
+    return {name: digest for digest, name in (line.split("  ", 1) for line in lines)}
+
+
+def write_course(names: list[str], course: Path = lessons.COURSE) -> list[Path]:
+    """Generate the learners' notebooks of ``names`` into ``course``, replacing only what this
+    function wrote there before and nobody changed since. A file it would replace that differs
+    from what it recorded (a learner's saved work in a clone, say) stops it with CourseEdited
+    before anything is written; files it never wrote (a learner's own, Jupyter's checkpoints)
+    are left alone."""
+    recorded = _recorded(course)
+    with tempfile.TemporaryDirectory() as scratch:
+        fresh = Path(scratch)
+        generate_students(names, fresh)
+        new = {str(path.relative_to(fresh)): path for lesson in names for path in (fresh / lesson).rglob("*")}
+        new = {name: path for name, path in new.items() if path.is_file()}
+        ours = [
+            name
+            for lesson in names
+            for path in (course / lesson).rglob("*")
+            if path.is_file() and recorded.get(name := str(path.relative_to(course))) == _sha256(path)
+        ]
+        edited = sorted(name for name in new if (course / name).exists() and name not in ours)
+        if edited:
+            listed = ", ".join(f"course/{name}" for name in edited)
+            raise CourseEdited(
+                f"not regenerating: {listed} differs from what was generated there last (your own work?). "
+                "Copy it elsewhere to keep it, then remove it (or `git checkout` it) and run again."
+            )
+        for name in ours:
+            (course / name).unlink()
+        for name, path in new.items():
+            (course / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, course / name)
+            recorded[name] = _sha256(path)
+    kept = {name: digest for name, digest in recorded.items() if (course / name).is_file()}
+    (course / GENERATED).write_text("".join(f"{digest}  {name}\n" for name, digest in sorted(kept.items())))
+    return [course / lesson / lessons.notebook_name(lesson) for lesson in names]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -245,7 +296,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no lesson script for {unknown}; lessons with scripts: {lessons.written_lessons()}")
     for lesson in names:
         print(f"{lesson}: source {write_source(lesson).relative_to(lessons.ROOT)}", flush=True)
-    for path in write_course(names):
+    try:
+        written = write_course(names)
+    except CourseEdited as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    for path in written:
         print(f"course {path.relative_to(lessons.ROOT)}", flush=True)
     return 0
 

@@ -16,7 +16,7 @@ from traitlets.config import Config
 
 from autograder.feedback_page import offline_feedback
 from autograder.keep_going import KeepGoing
-from autograder.lessons import COURSE, SOURCE
+from autograder.lessons import SOURCE
 from autograder.overwrite import RestoringOverwriteCells
 from autograder.sandbox import CourseExecute, Limits, SandboxedExecute
 from autograder.zygote import WarmExecute
@@ -96,28 +96,31 @@ def sandboxed(workspace: Path, limits: Limits, warm: bool = True) -> Config:
 
 def course_config(
     workspace: Path,
-    release: Path = COURSE,
+    release: Path | None = None,
     source: Path = SOURCE,
     cell_timeout_s: int = CELL_TIMEOUT_S,
-    sandbox: Limits | None = None,
+    sandbox: Limits | None = Limits(),  # noqa: B008 (frozen: one shared default is safe)
     run_everything: bool = False,
     db_url: str | None = None,
     warm: bool = True,
 ) -> Config:
     """nbgrader config whose gradebook, submissions and feedback live in ``workspace``.
 
-    The source notebooks and the released course stay in the repository; the
-    grading workspace is outside the tracked tree. With ``sandbox``, grading kernels
-    run in the sandbox with those limits. With ``run_everything``, grading runs the lessons'
-    experiment cells too (by default it skips them: they change no score). ``db_url`` is the
-    gradebook (any SQLAlchemy URL); by default a SQLite file in the workspace. ``warm`` forks
-    sandboxed kernels from a zygote (autograder/zygote.py) instead of starting each cold.
+    The source notebooks stay in the repository; the grading workspace is outside the
+    tracked tree, and what is released goes to ``release`` (by default ``release/`` in the
+    workspace: never the checkout's ``course/``, where a learner's own work may lie). Grading
+    kernels run in the sandbox with the ``sandbox`` limits; ``sandbox=None`` grades without it,
+    with the instructor's permissions (`--unsafe`: only for code the instructor trusts). With
+    ``run_everything``, grading runs the lessons' experiment cells too (by default it skips
+    them: they change no score). ``db_url`` is the gradebook (any SQLAlchemy URL); by default a
+    SQLite file in the workspace. ``warm`` forks sandboxed kernels from a zygote
+    (autograder/zygote.py) instead of starting each cold.
     """
     c = Config()
     c.CourseDirectory.course_id = COURSE_ID
     c.CourseDirectory.root = str(workspace)
     c.CourseDirectory.source_directory = str(source)
-    c.CourseDirectory.release_directory = str(release)
+    c.CourseDirectory.release_directory = str(release or workspace / "release")
     c.CourseDirectory.db_url = db_url or f"sqlite:///{workspace / 'gradebook.db'}"
     # No learner fetches from an exchange here (submissions come from an LMS or a folder), but the
     # Formgrader's release buttons need one that exists: the workspace's own.

@@ -175,6 +175,8 @@ class SandboxUnavailable(RuntimeError):
 class Pipeline:
     """One grading workspace and the steps that fill it.
 
+    ``release`` is where ``release`` writes the learners' notebooks: by default ``release/`` in the
+    workspace, never the checkout's ``course/``, where a learner's own work may lie.
     ``sandbox`` holds the limits of the sandbox every grading kernel runs in
     (autograder/sandbox.py); None grades without it, with the instructor's own permissions.
     ``db_url`` is the gradebook (a SQLAlchemy URL, e.g. ``postgresql+psycopg://host/db``);
@@ -186,7 +188,7 @@ class Pipeline:
     def __init__(
         self,
         workspace: Path,
-        release: Path = lessons.COURSE,
+        release: Path | None = None,
         log=print,
         cell_timeout_s: int = CELL_TIMEOUT_S,
         sandbox: Limits | None = Limits(),  # noqa: B008 (frozen: one shared default is safe)
@@ -207,7 +209,7 @@ class Pipeline:
         (self.workspace / "exchange").mkdir(exist_ok=True)  # the Formgrader's (nbgrader_config.py)
         self.setup = Setup(
             self.workspace,
-            Path(release).resolve(),
+            Path(release or self.workspace / "release").resolve(),
             cell_timeout_s,
             sandbox,
             run_everything,

@@ -3,6 +3,7 @@
 Regenerate with `make notebooks` after editing a lesson script or the reference package.
 """
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -121,3 +122,33 @@ def test_a_definition_cell_shows_the_reference_code_and_a_varying_experiment_is_
     assert varying.metadata.course == {"experiment": True}
     with pytest.raises(ValueError, match="experiment"):
         build.parse_script("# %% experiment output-vary\nx = 1\n")
+
+
+def test_the_record_of_what_was_generated_matches_the_committed_course():
+    """course/generated.sha256 is what `make notebooks` checks before it replaces a file: it
+    must list every committed learner notebook as it is, or a clean clone would refuse."""
+    recorded = build._recorded(lessons.COURSE)
+    committed = {str(lessons.course_path(lesson).relative_to(lessons.COURSE)) for lesson in WRITTEN}
+    assert set(recorded) == committed, REGENERATE
+    for name, digest in recorded.items():
+        assert build._sha256(lessons.COURSE / name) == digest, f"course/{name}: {REGENERATE}"
+
+
+def test_regenerating_never_overwrites_a_learners_saved_work(tmp_path):
+    lesson = WRITTEN[0]
+    course = tmp_path / "course"
+    [notebook] = build.write_course([lesson], course)
+    generated = notebook.read_bytes()
+    checkpoint = course / lesson / ".ipynb_checkpoints" / "mine.txt"
+    checkpoint.parent.mkdir()
+    checkpoint.write_text("a learner's file")
+    build.write_course([lesson], course)  # unchanged since generated: replaced without a word
+    assert notebook.read_bytes() == generated and checkpoint.read_text() == "a learner's file"
+
+    notebook.write_bytes(generated.replace(b"raise NotImplementedError()", b"return 42", 1))
+    saved = notebook.read_bytes()
+    assert saved != generated
+    with pytest.raises(build.CourseEdited, match=rf"course/{lesson}/{notebook.name} differs .* Copy it"):
+        build.write_course([lesson], course)
+    assert notebook.read_bytes() == saved  # nothing was written
+    assert build._recorded(course)[f"{lesson}/{notebook.name}"] == hashlib.sha256(generated).hexdigest()
