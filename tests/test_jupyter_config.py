@@ -45,7 +45,8 @@ def test_the_repository_config_is_the_pipelines_default():
     from autograder.sandbox import Limits
 
     config, steps = _load(ROOT_CONFIG)
-    default = Setup(lessons.ROOT / "workspace", lessons.COURSE, 60, Limits(), False, "", True).config()
+    workspace = lessons.ROOT / "workspace"
+    default = Setup(workspace, workspace / "release", 60, Limits(), False, "", True).config()
     default.CourseDirectory.db_url = f"sqlite:///{lessons.ROOT / 'workspace' / 'gradebook.db'}"
     assert config == default
     assert steps == GRADING_STEPS
