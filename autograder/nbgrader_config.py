@@ -15,6 +15,7 @@ from nbgrader.preprocessors import Execute, OverwriteCells
 from traitlets.config import Config
 
 from autograder.feedback_page import offline_feedback
+from autograder.inert import InertNotebook
 from autograder.keep_going import KeepGoing
 from autograder.lessons import SOURCE
 from autograder.overwrite import RestoringOverwriteCells
@@ -131,6 +132,9 @@ def course_config(
     c.merge(local_sockets())
     c.merge(executed_by(CourseExecute) if sandbox is None else sandboxed(workspace, sandbox, warm))
     c.CourseExecute.skip_experiments = not run_everything
+    # The graded notebook, which the Formgrader shows, runs nothing in a page (autograder/inert.py).
+    execute, *after = c.Autograde.autograde_preprocessors
+    c.Autograde.autograde_preprocessors = [execute, InertNotebook, *after]
     c.merge(keeping_going())
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     c.ClearOutput.remove_metadata_fields = ["collapsed", "scrolled", "execution"]
@@ -141,7 +145,9 @@ def course_config(
     c.IgnorePattern.enabled = True
     c.IgnorePattern.pattern = r"\w*Warning: "
     # Feedback shows the test cells without their hidden part: learners see what failed, not the answers.
+    # Notebooks graded before autograder/inert.py existed are made inert on the way too.
     c.GenerateFeedback.preprocessors = [
+        "autograder.inert.InertNotebook",
         "nbgrader.preprocessors.GetGrades",
         "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
         "nbgrader.preprocessors.ClearHiddenTests",
