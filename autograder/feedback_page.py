@@ -8,7 +8,11 @@ rewritten as it is written:
 * every formula becomes inline SVG, typeset by MathJax 3 (the npm package mathjax-full, which
   ``make setup`` installs into the virtual environment) in Node.js (autograder/typeset_math.cjs):
   the page needs neither fonts nor scripts to show it;
-* the CDN's MathJax ``<script>`` elements are removed;
+* the CDN's MathJax ``<script>`` elements are removed, and a Content-Security-Policy
+  (``POLICY``) first in the head forbids every script, plugin, form and request: what a
+  submission displayed is sanitised before (autograder/inert.py), and this holds for a page made
+  from a notebook graded before that. The page needs no more than its inline styles (nbconvert's,
+  this module's) and images from ``data:`` URLs (figures, the notebook's attachments);
 * one style block is added (``STYLE_ID``): what the SVG needs, tables with borders and padding,
   a font stack whose fallback covers Chinese, inline code kept in one piece, code blocks that
   scroll instead of running off the page.
@@ -21,7 +25,8 @@ in code or in printed output is not math) and the other elements MathJax skips.
 ``offline_feedback()`` makes nbgrader's GenerateFeedback (the pipeline, ``nbgrader
 generate_feedback``, the Formgrader's button) write such pages, with one Node.js process for all
 the pages a Python process writes; ``make_offline()`` rewrites pages already written, with one
-Node.js process per call. A page that is offline already is left as it is.
+Node.js process per call. A page that is offline already keeps its formulas and style as they
+are; it gets the policy if it has none.
 """
 
 import atexit
@@ -48,6 +53,10 @@ MATHJAX = Path(sys.prefix) / "mathjax"
 SCRIPT = Path(__file__).with_name("typeset_math.cjs")
 # The id of the style block that an offline page carries, once: it also marks the page as done.
 STYLE_ID = "offline-feedback"
+# What an offline page may load and run: no script, its own inline styles, data: images.
+POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+_POLICY_META = f'\n<meta http-equiv="Content-Security-Policy" content="{POLICY}">'
+_HEAD = re.compile(r"<head\b[^>]*>", re.IGNORECASE)
 
 # Elements whose content MathJax leaves alone (its skipHtmlTags), and the classes that say so
 # for any element (MathJax 3's name, and MathJax 2's that notebooks' markdown still uses).
@@ -323,9 +332,24 @@ class _PageScanner(HTMLParser):
 
 
 def offline_page(html: str, typesetter: Typesetter) -> str:
-    """The page ``html`` with its formulas typeset, MathJax's scripts removed, the style added."""
-    if f'<style id="{STYLE_ID}">' in html:
+    """The page ``html`` with its formulas typeset, MathJax's scripts removed, the style and the
+    policy added (only the policy, if the page was made offline before it had one)."""
+    if f'<style id="{STYLE_ID}">' not in html:
+        html = _typeset(html, typesetter)
+    return _with_policy(html)
+
+
+def _with_policy(html: str) -> str:
+    """``html`` with ``POLICY`` first in its head (where it was, or added)."""
+    head = _HEAD.search(html)
+    at = head.end() if head else 0
+    if html.startswith(_POLICY_META, at):
         return html
+    return html[:at] + _POLICY_META + html[at:]
+
+
+def _typeset(html: str, typesetter: Typesetter) -> str:
+    """The page ``html`` with its formulas typeset, MathJax's scripts removed, the style added."""
     page = _PageScanner(html)
     edits = [(start, end, "") for start, end in page.scripts]
     for text, found in zip(page.texts, typesetter.typeset([text.text for text in page.texts]), strict=True):

@@ -12,6 +12,7 @@ from nbgrader.coursedir import CourseDirectory
 
 from autograder import feedback_page, lessons
 from autograder.feedback_page import (
+    POLICY,
     STYLE_ID,
     MathJaxMissing,
     OfflineFeedbackExporter,
@@ -50,6 +51,9 @@ def assert_self_contained(html: str) -> None:
     for remote in ["cdnjs", "jsdelivr", "unpkg", "mathjax/2.7", "MathJax.Hub", "x-mathjax-config"]:
         assert remote not in html
     assert len(soup.find_all("style", id=STYLE_ID)) == 1
+    # the policy comes first in the head, before anything it governs
+    assert soup.head.find(True).attrs == {"http-equiv": "Content-Security-Policy", "content": POLICY}
+    assert not soup.find_all("script")
 
 
 def test_generated_feedback_is_offline(tmp_path):
@@ -120,6 +124,12 @@ def test_delimiters_escapes_and_skipped_text(typesetter):
 def test_idempotent(typesetter):
     once = offline_page(PAGE, typesetter)
     assert offline_page(once, typesetter) == once
+
+
+def test_a_page_made_offline_before_the_policy_gets_it(typesetter):
+    once = offline_page(PAGE, typesetter)
+    without = once.replace(f'\n<meta http-equiv="Content-Security-Policy" content="{POLICY}">', "")
+    assert without != once and offline_page(without, typesetter) == once
 
 
 def test_definitions_stay_on_their_page(typesetter):
