@@ -46,6 +46,18 @@ SHORTCUTS = [
     ("EncoderLayer", "layer = nn.TransformerEncoderLayer(8, 2)", "uses .TransformerEncoderLayer"),
     ("causal_mask", "m = nn.Transformer.generate_square_subsequent_mask(4)", ".generate_square_subsequent"),
     (
+        "sequence_loss",
+        "def sequence_loss(log_probs, target, pad_id, smoothing=0.0):\n"
+        "    return F.cross_entropy(log_probs.flatten(0, 1), target.flatten(), ignore_index=pad_id,\n"
+        "                           label_smoothing=smoothing)",
+        "uses .cross_entropy, which this exercise rebuilds",
+    ),
+    (
+        "sequence_loss",
+        "from torch.nn.functional import nll_loss",
+        "imports torch.nn.functional.nll_loss, which this exercise rebuilds",
+    ),
+    (
         "Embedding",
         "checks.check_embedding_values = lambda cls: None",
         "changes checks.check_embedding_values, an attribute of an imported module",
@@ -68,7 +80,7 @@ def test_a_shortcut_is_flagged_by_name(exercise, code, reason):
 
 # Alternatives that compute the right numbers through the off-limits function: the checks accept
 # them (the values are right), and the flag tells the instructor how they were computed.
-FLAGGED_ALTERNATIVES = {"LayerNormFunctional"}
+FLAGGED_ALTERNATIVES = {"LayerNormFunctional", "sequence_loss_cross_entropy", "sequence_loss_nll"}
 
 
 @pytest.mark.parametrize("exercise", [e for lesson in EXERCISES.values() for e in lesson])
