@@ -91,6 +91,7 @@ def sandboxed(workspace: Path, limits: Limits, warm: bool = True) -> Config:
     manager.hidden = [str(workspace.resolve())]
     manager.memory_gib = limits.memory_gib
     manager.cpu_s = limits.cpu_s
+    manager.open_files = limits.open_files
     manager.tasks = limits.tasks
     return c
 

@@ -8,11 +8,20 @@ therefore starts inside bubblewrap (`bwrap`, Debian's package `bubblewrap`):
   for the repository and the Python installation when they lie there;
 - the grading workspace is hidden behind an empty folder: no gradebook, no other
   student's submission or feedback; only the submission's own folder is there, writable;
-- `/tmp` is a private, empty scratch folder;
+- `/tmp` and `/dev/shm` are private, empty scratch folders of a capped size;
 - no network (a network namespace of its own, with nothing in it);
 - its own process namespace: when the kernel ends, every process it started ends too;
+- its own user: when the grader runs as root, every process of the sandbox runs as nobody
+  (uid and gid 65534), with no capability, so root's files stay unreadable; otherwise as
+  the grader, in a user namespace of its own;
+- an environment of its own: only the grader's variables that a kernel needs
+  (``kernel_environment``), never its passwords, tokens or keys;
+- no keyring: a seccomp filter (autograder/seccomp.py) refuses the keyring's system calls,
+  through which one user's kernels could pass each other keys;
 - limits on memory (private writable memory, RLIMIT_DATA, per process), CPU time
-  (RLIMIT_CPU) and open files, set by the instructor (`Limits`).
+  (RLIMIT_CPU) and open files (RLIMIT_NOFILE), set by the instructor (`Limits`); where a
+  cgroup can be made, one group per sandbox also caps its tasks and its whole memory, shared
+  mappings and scratch files included (``sandbox_group``).
 
 The kernel talks to the grader over ipc sockets in a private folder of its own, which is
 all it shares with the outside. Where bubblewrap cannot run, `problem()` says why.
@@ -24,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +46,7 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Float, Integer, List, Unicode
 
+from autograder import seccomp
 from autograder.grading import experiments, is_test_cell, lesson_of
 from autograder.lessons import ROOT
 
@@ -47,7 +58,10 @@ class Limits:
     """What one grading kernel may use. The defaults fit the lessons with room to spare:
     a lesson's kernel peaks near 0.5 GiB and uses well under a minute of CPU."""
 
-    memory_gib: float = 4.0  # private writable memory of each process (RLIMIT_DATA)
+    # private writable memory of each process (RLIMIT_DATA); the size of each of /tmp and
+    # /dev/shm; and, where a memory group can be made, the sandbox's whole memory beyond what
+    # its imports take (memory_cap)
+    memory_gib: float = 4.0
     cpu_s: int = 600  # CPU seconds of each process (RLIMIT_CPU), all cells together
     open_files: int = 1024  # RLIMIT_NOFILE
     # processes and threads of the whole kernel (a cgroup's pids.max, where one can be made):
@@ -55,42 +69,168 @@ class Limits:
     tasks: int = 512
 
 
-def pids_cgroups() -> Path | None:
-    """A cgroup folder in which this process can make groups that cap their number of tasks
-    (cgroup v1's pids controller, or v2 with pids enabled); None where there is none."""
-    for root in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
+# What a sandbox's own imports take of its memory group before a cell runs, with room to
+# spare: after importing ipykernel, torch, matplotlib and the checks, a cold kernel's group
+# holds 0.19 GiB, a zygote's with its first kernel 0.21 GiB (cgroup v1, torch 2.13 on the CPU);
+# the rest is for the page cache of the libraries, charged to the group that reads them first.
+MEMORY_HEADROOM_GIB = 0.5
+SCRATCH = (Path("/tmp"), Path("/dev/shm"))  # scratch file systems of Limits.memory_gib each
+FOLDER_BYTES = 64 * 2**20  # an emptied home or hidden folder: mount points and a few settings
+NOBODY = 65534  # the uid of nobody and the gid of nogroup (Debian, Ubuntu, Fedora, ...)
+
+# The grader's environment variables a kernel keeps: the search path, the home folder, the
+# locale, the thread counts (OMP_NUM_THREADS, MKL_NUM_THREADS, ...), the course's own
+# settings (COURSE_DEVICE, COURSE_HIDDEN_SEED), nbgrader's flags, Jupyter's and ipykernel's
+# (JPY_SESSION_NAME, PYDEVD_DISABLE_FILE_VALIDATION), IPython's and matplotlib's.
+KERNEL_VARIABLES = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "NBGRADER_EXECUTION",
+        "NBGRADER_VALIDATING",
+        "PYDEVD_DISABLE_FILE_VALIDATION",
+        "IPYTHONDIR",
+        "MPLBACKEND",
+        "MPLCONFIGDIR",
+    }
+)
+KERNEL_PREFIXES = ("LC_", "COURSE_", "JPY_")
+KERNEL_SUFFIXES = ("_NUM_THREADS",)
+
+
+def kernel_environment(environment: Mapping[str, str]) -> dict[str, str]:
+    """The variables of ``environment`` that a grading kernel may see (an allow-list: the
+    constants above); the rest, the grader's passwords, tokens and keys among them, stay out."""
+    return {
+        name: value
+        for name, value in environment.items()
+        if name in KERNEL_VARIABLES or name.startswith(KERNEL_PREFIXES) or name.endswith(KERNEL_SUFFIXES)
+    }
+
+
+def sandbox_user() -> tuple[int, int]:
+    """The uid and gid the sandbox's processes run as: nobody's when the grader runs as root,
+    the grader's own otherwise (an unprivileged process cannot become another user)."""
+    return (NOBODY, NOBODY) if os.geteuid() == 0 else (os.geteuid(), os.getegid())
+
+
+def give_to_sandbox(folder: Path) -> None:
+    """Make ``folder`` and everything in it the sandbox user's, so that a kernel can write there
+    (links themselves, never what they point to); nothing to do when that user is the grader."""
+    uid, gid = sandbox_user()
+    if uid == os.geteuid():
+        return
+    os.chown(folder, uid, gid, follow_symlinks=False)
+    for parent, folders, files in os.walk(folder):
+        for name in folders + files:
+            os.chown(os.path.join(parent, name), uid, gid, follow_symlinks=False)
+
+
+def memory_cap(limits: Limits) -> int:
+    """The bytes a sandbox's memory group holds: ``limits.memory_gib`` beyond its imports."""
+    return int((limits.memory_gib + MEMORY_HEADROOM_GIB) * 2**30)
+
+
+# cgroup v1 mounts one hierarchy per controller, v2 one for all; the files that cap a group,
+# in either (those a version lacks are skipped)
+CGROUPS = Path("/sys/fs/cgroup")
+CONTROLLERS = {"pids": ("pids.max",), "memory": ("memory.limit_in_bytes", "memory.max")}
+
+
+def cgroup_root(controller: str) -> Path | None:
+    """A cgroup folder in which this process can make groups that ``controller`` caps (cgroup
+    v1's hierarchy of that controller, or v2's where it is enabled); None where there is none."""
+    for root in (CGROUPS / controller, CGROUPS):
         probe = root / f"course-probe-{os.getpid()}"
         try:
             probe.mkdir()
         except OSError:
             continue
-        usable = (probe / "pids.max").exists() and (probe / "cgroup.procs").exists()
+        caps = any((probe / name).exists() for name in CONTROLLERS[controller])
+        usable = caps and (probe / "cgroup.procs").exists()
         probe.rmdir()
         if usable:
             return root
     return None
 
 
-def task_group(limit: int) -> Path | None:
-    """A new cgroup of at most ``limit`` tasks, or None where cgroups cannot be made."""
-    root = pids_cgroups()
-    if root is None:
-        return None
-    group = Path(tempfile.mkdtemp(prefix="course-kernel-", dir=root))
-    (group / "pids.max").write_text(str(limit))
+def pids_cgroups() -> Path | None:
+    """Where groups that cap their number of tasks can be made; None where nowhere."""
+    return cgroup_root("pids")
+
+
+class Group:
+    """The cgroups one sandbox runs in, capped at its ``Limits``: one folder for each controller
+    (pids, memory), the same folder for both under cgroup v2; joined together."""
+
+    def __init__(self, folders: dict[str, Path]):
+        self.folders = folders
+
+    def distinct(self) -> list[Path]:
+        """Each folder once: the groups a process joins."""
+        return list(dict.fromkeys(self.folders.values()))
+
+    def cap(self, limits: Limits) -> None:
+        """Cap the tasks at ``limits.tasks`` and the memory at ``memory_cap``, swap included."""
+        memory = str(memory_cap(limits))
+        caps = {
+            "pids": {"pids.max": str(limits.tasks)},
+            "memory": {
+                "memory.limit_in_bytes": memory,  # v1; memsw where swap is accounted, set after it
+                "memory.memsw.limit_in_bytes": memory,
+                "memory.max": memory,  # v2
+                "memory.swap.max": "0",
+            },
+        }
+        for controller, folder in self.folders.items():
+            for name, value in caps[controller].items():
+                if (folder / name).exists():
+                    (folder / name).write_text(value)
+
+    def join(self, command: list[str]) -> list[str]:
+        """``command``, started by a shell that joins the groups first, so that every process
+        of the sandbox counts from its start."""
+        procs = [str(folder / "cgroup.procs") for folder in self.distinct()]
+        joins = " && ".join(f'echo $$ > "${index}"' for index in range(1, len(procs) + 1))
+        return ["sh", "-c", f'{joins} && shift {len(procs)} && exec "$@"', "sh", *procs, *command]
+
+    def oom_kills(self) -> int:
+        """How many processes the memory cap's OOM killer ended in this group so far (cgroup
+        v2's memory.events, v1's memory.oom_control); 0 without a memory group."""
+        memory = self.folders.get("memory")
+        for name in ("memory.events", "memory.oom_control"):
+            if memory is not None and (memory / name).exists():
+                counts = dict(line.split() for line in (memory / name).read_text().splitlines())
+                return int(counts.get("oom_kill", 0))
+        return 0
+
+
+def sandbox_group(limits: Limits) -> Group | None:
+    """A new group capped at ``limits``, or None where no cgroup can be made here."""
+    roots = {controller: root for controller in CONTROLLERS if (root := cgroup_root(controller))}
+    made = {root: Path(tempfile.mkdtemp(prefix="course-kernel-", dir=root)) for root in set(roots.values())}
+    for folder in made.values():
+        folder.chmod(0o755)  # its processes may read their caps, as in any group (only root writes)
+    group = Group({controller: made[root] for controller, root in roots.items()}) if roots else None
+    if group is not None:
+        group.cap(limits)
     return group
 
 
-def remove_group(group: Path) -> None:
-    """Remove a task group once its processes are gone (they are, after the sandbox ends)."""
-    for _ in range(50):
-        try:
-            group.rmdir()
-            return
-        except FileNotFoundError:
-            return
-        except OSError:  # busy: its last processes are still being reaped
-            time.sleep(0.1)
+def remove_group(group: Group) -> None:
+    """Remove a sandbox's groups once its processes are gone (they are, after the sandbox ends)."""
+    for folder in group.distinct():
+        for _ in range(50):
+            try:
+                folder.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:  # busy: its last processes are still being reaped
+                time.sleep(0.1)
 
 
 def problem() -> str | None:
@@ -109,6 +249,9 @@ def problem() -> str | None:
     if probe.returncode != 0:
         reason = probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else f"exit {probe.returncode}"
         return f"bubblewrap cannot create namespaces on this machine ({reason})"
+    if not seccomp.supported():
+        known = ", ".join(seccomp.ARCHITECTURES)
+        return f"autograder/seccomp.py has no filter for this machine's architecture (it knows {known})"
     return None
 
 
@@ -132,26 +275,38 @@ def wrap(
     writable: list[Path],
     hidden: list[Path],
     limits: Limits,
-    readable: list[Path] = (),
-    private: list[Path] = (Path("/tmp"),),
+    readable: Sequence[Path] = (),
+    private: Sequence[Path] = (Path("/tmp"),),
+    seccomp_fd: int | None = None,
+    process_limits: bool = True,
 ) -> list[str]:
     """``command`` run inside the sandbox: the ``private`` folders (private_roots()) empty, the
     ``readable`` folders under them bound back read-only, ``hidden`` folders emptied, then the
     ``writable`` ones bound back. The order matters: a readable folder may hold a hidden one
-    (the repository holds ./workspace), never the reverse."""
-    sandbox = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    (the repository holds ./workspace), never the reverse. ``seccomp_fd``: where bwrap reads
+    the keyring filter (seccomp.filter_fd(); none when None). ``process_limits``: the
+    per-process limits set before ``command`` starts (the zygote's kernels set their own)."""
+    scratch = int(limits.memory_gib * 2**30)
+    sandbox = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", *_scratch(Path("/dev/shm"), scratch)]
+    sandbox += ["--proc", "/proc"]
+    bound: list[Path] = []
     for root in private:
-        sandbox += ["--tmpfs", str(root)]
+        sandbox += _scratch(root, scratch if root in SCRATCH else FOLDER_BYTES)
     for folder in readable:
         if any(folder.is_relative_to(root) for root in private):
-            sandbox += ["--ro-bind", str(folder), str(folder)]
+            sandbox += [*_parents(folder, private, bound), "--ro-bind", str(folder), str(folder)]
+            bound.append(folder)
     for folder in hidden:
-        sandbox += ["--tmpfs", str(folder)]
+        sandbox += ["--size", str(FOLDER_BYTES), "--tmpfs", str(folder)]
     for folder in writable:
-        sandbox += ["--bind", str(folder), str(folder)]
+        sandbox += [*_parents(folder, [*private, *hidden], bound), "--bind", str(folder), str(folder)]
     sandbox += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent"]
     # started by root, bwrap would leave the kernel root's capabilities (mounts, devices, ...)
     sandbox += ["--cap-drop", "ALL"]
+    options, become = _own_user()
+    sandbox += options
+    if seccomp_fd is not None:
+        sandbox += ["--seccomp", str(seccomp_fd)]
     # In its own process namespace the kernel's parent is pid 1, which ipykernel knows never to
     # watch (the grader's pid means nothing in there). IPython and matplotlib keep their
     # settings and caches in the home folder, hidden here: they get the private /tmp.
@@ -164,28 +319,70 @@ def wrap(
         f"--nofile={limits.open_files}",
         "--",
     ]
-    return [*sandbox, "--", *caps, *command]
+    return [*sandbox, "--", *become, *(caps if process_limits else []), *command]
+
+
+def _scratch(folder: Path, size: int) -> list[str]:
+    """bwrap's options for an empty tmpfs of ``size`` bytes on ``folder`` that every user of
+    the sandbox may write in (sticky, as /tmp)."""
+    return ["--perms", "1777", "--size", str(size), "--tmpfs", str(folder)]
+
+
+def _parents(folder: Path, scratch: Sequence[Path], bound: Sequence[Path]) -> list[str]:
+    """bwrap's options that make the folders between ``folder`` and the scratch file system that
+    holds it, open to every user (bwrap would make them root's alone, closed to nobody); none
+    when a folder bound from outside lies between, whose folders are there already."""
+    mounts = [mount for mount in [*scratch, *bound] if folder.is_relative_to(mount) and folder != mount]
+    nearest = max(mounts, key=lambda mount: len(mount.parts), default=None)
+    if nearest is None or nearest in bound:
+        return []
+    between = [nearest / parent for parent in reversed(folder.relative_to(nearest).parents[:-1])]
+    return [option for parent in between for option in ("--perms", "0755", "--dir", str(parent))]
+
+
+def _own_user() -> tuple[list[str], list[str]]:
+    """bwrap's options, and the command that starts the sandbox's first process, that run the
+    sandbox as ``sandbox_user()``. As root: bwrap keeps only what setpriv needs to become
+    nobody (which drops every capability, the bounding set included). bwrap's own user
+    namespace would not do: started by root, it maps the sandbox's user to root outside.
+    Otherwise: the grader's user, in a user namespace of the sandbox's own."""
+    if os.geteuid() != 0:
+        return ["--unshare-user"], []
+    uid, gid = sandbox_user()
+    options = [option for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP") for option in ("--cap-add", cap)]
+    become = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
+    return options, [*become, "--inh-caps=-all", "--bounding-set=-all", "--"]
 
 
 class SandboxedKernelManager(AsyncKernelManager):
     """A kernel manager whose kernels run inside ``wrap``'s sandbox.
 
     The kernel's working folder (the submission's folder, as nbgrader starts it) is its
-    one writable folder besides a private folder for its connection file and sockets.
+    one writable folder besides a private folder for its connection file and sockets; both
+    are given to the sandbox's user. The kernel gets ``kernel_environment``'s variables only.
     """
 
     hidden = List(Unicode(), help="folders the kernel must not see (the grading workspace)").tag(config=True)
     memory_gib = Float(Limits.memory_gib, help="private writable memory per process, GiB").tag(config=True)
     cpu_s = Integer(Limits.cpu_s, help="CPU seconds per process").tag(config=True)
+    open_files = Integer(Limits.open_files, help="open files per process").tag(config=True)
     tasks = Integer(Limits.tasks, help="processes and threads of the kernel, where cgroups allow").tag(
         config=True
     )
+
+    def limits(self) -> Limits:
+        return Limits(self.memory_gib, self.cpu_s, self.open_files, self.tasks)
+
+    def hit_memory_cap(self) -> bool:
+        """Whether the memory group's OOM killer ended a process of this kernel's sandbox (ask
+        before the kernel is cleaned up); False where there is no memory group."""
+        return self._group is not None and self._group.oom_kills() > 0
 
     async def _async_pre_start_kernel(self, **kw):
         runtime = Path(jupyter_runtime_dir())
         runtime.mkdir(parents=True, exist_ok=True)
         self._private = Path(tempfile.mkdtemp(prefix="sandboxed-kernel-", dir=runtime))
-        self._group: Path | None = None
+        self._group: Group | None = None
         self.transport = "ipc"
         self.ip = str(self._private / "ipc")
         self.connection_file = str(self._private / "kernel.json")
@@ -194,27 +391,34 @@ class SandboxedKernelManager(AsyncKernelManager):
         # A signal to the process group would reach bubblewrap first, and end the sandbox with
         # the kernel in it; an interrupt request on the control channel reaches the kernel alone.
         self.kernel_spec.interrupt_mode = "message"
-        return await super()._async_pre_start_kernel(**kw)
+        command, kw = await super()._async_pre_start_kernel(**kw)  # the connection file is written
+        for folder in (self._workdir, self._private):
+            give_to_sandbox(folder)
+        kw["env"] = kernel_environment(kw["env"])
+        kw["pass_fds"] = (self._filter,)
+        return command, kw
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         command = super().format_kernel_cmd(extra_arguments)
-        limits = Limits(memory_gib=self.memory_gib, cpu_s=self.cpu_s, tasks=self.tasks)
         hidden = [Path(folder).resolve() for folder in self.hidden]
-        writable = [self._workdir, self._private]
+        self._filter = seccomp.filter_fd()
         sandboxed = wrap(
             command,
-            writable=writable,
+            writable=[self._workdir, self._private],
             hidden=hidden,
-            limits=limits,
+            limits=self.limits(),
             readable=needed(),
             private=private_roots(),
+            seccomp_fd=self._filter,
         )
-        self._group = task_group(limits.tasks)
-        if self._group is None:
-            return sandboxed
-        # join the group first, so that every process of the sandbox is counted from its start
-        join = 'echo $$ > "$0" && exec "$@"'
-        return ["sh", "-c", join, str(self._group / "cgroup.procs"), *sandboxed]
+        self._group = sandbox_group(self.limits())
+        return sandboxed if self._group is None else self._group.join(sandboxed)
+
+    async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
+        try:
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+        finally:
+            os.close(self._filter)  # bwrap has its own copy, or never started
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)

@@ -5,9 +5,11 @@ importing torch, matplotlib and the checks. Here those imports happen once per g
 process, in a zygote (autograder/zygote_server.py) that lives in a sandbox like a cold
 kernel's and forks a kernel for each notebook; no notebook sees what another left:
 
-- the sandbox is ``sandbox.wrap``'s, with the same hidden, private and readable folders and
-  limits, and with no capabilities: the zygote is its process 1, so no kernel can signal
-  it, and it is not dumpable, so no kernel can read its memory or its pipe;
+- the sandbox is ``sandbox.wrap``'s, with the same hidden, private and readable folders,
+  limits, user, keyring filter and allow-listed environment, in one group (``sandbox_group``:
+  tasks and memory) with its kernels, and with no capabilities: the zygote is its process 1,
+  so no kernel can signal it, and it is not dumpable, so no kernel can read its memory or
+  its pipe;
 - its two writable folders are this process's ``Home``: ``run`` holds each kernel's private
   folder (connection file, sockets, the judge's socket: ``judge_folder``), ``slot`` a copy of
   the notebook's folder, which the kernel works in (at the same path below the hidden
@@ -48,12 +50,21 @@ from jupyter_client.provisioning import LocalProvisioner
 from jupyter_core.paths import jupyter_runtime_dir
 from traitlets import Float, Integer, List, Unicode
 
-from autograder import grading, lessons
-from autograder.sandbox import CourseExecute, Limits, needed, private_roots, remove_group, task_group, wrap
+from autograder import grading, lessons, seccomp
+from autograder.sandbox import (
+    CourseExecute,
+    Group,
+    Limits,
+    give_to_sandbox,
+    kernel_environment,
+    needed,
+    private_roots,
+    remove_group,
+    sandbox_group,
+    wrap,
+)
 from autograder.sandbox import problem as sandbox_problem
 
-# pytest rewrites this for every test; nothing reads it at import, so a zygote may outlive it
-VOLATILE = frozenset({"PYTEST_CURRENT_TEST"})
 # Options of bwrap's added to sandbox.wrap's (which drops every capability already): the
 # zygote is process 1 (no bwrap init holding the pipe's other ends, and no signal from a
 # kernel reaches it); POSIX message queues get a folder to be listed and emptied from.
@@ -72,8 +83,8 @@ class ZygoteError(RuntimeError):
 @dataclass(frozen=True)
 class ZygoteSpec:
     """What a zygote is started with: the interpreter of the kernelspec, the hidden folders,
-    the limits, and the kernels' environment (modules read it when the zygote imports them).
-    A kernel whose spec differs gets a fresh zygote."""
+    the limits, and the kernels' environment (``kernel_environment``'s: modules read it when
+    the zygote imports them). A kernel whose spec differs gets a fresh zygote."""
 
     python: str
     hidden: tuple[str, ...]
@@ -120,10 +131,14 @@ class Home:
         self.slot = self.root / "slot"
         self.run.mkdir()
         self.slot.mkdir()
+        for folder in (self.run, self.slot):
+            give_to_sandbox(folder)
 
     def private_folder(self) -> Path:
-        """A new folder for one kernel's connection file and sockets."""
-        return Path(tempfile.mkdtemp(prefix="k-", dir=self.run))
+        """A new folder for one kernel's connection file and sockets, the sandbox user's."""
+        folder = Path(tempfile.mkdtemp(prefix="k-", dir=self.run))
+        give_to_sandbox(folder)
+        return folder
 
     def enter(self, folder: Path, hidden: tuple[str, ...]) -> Path:
         """Copy the notebook's ``folder`` into the slot, at its path below the hidden folder
@@ -201,11 +216,12 @@ class Zygote:
         self.owner: weakref.ref | None = None
         self._buffer = b""
         self._lock = threading.Lock()
-        sandbox = self._sandbox(home)
+        keyring_filter = seccomp.filter_fd()
+        sandbox = self._sandbox(home, keyring_filter)
         self.environment = _sandbox_environment(sandbox)
-        self.group = task_group(spec.limits.tasks)
-        if self.group is not None:  # join the group first, so that every process of the sandbox counts
-            sandbox = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.group / "cgroup.procs"), *sandbox]
+        self.group: Group | None = sandbox_group(spec.limits)
+        if self.group is not None:
+            sandbox = self.group.join(sandbox)
         info, info_end = os.pipe()
         sandbox[sandbox.index("--") : sandbox.index("--")] = ["--info-fd", str(info_end)]
         # bwrap's --die-with-parent ends the sandbox when the thread that started it ends:
@@ -215,11 +231,12 @@ class Zygote:
             sandbox,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            pass_fds=(info_end,),
+            pass_fds=(info_end, keyring_filter),
             env=dict(spec.environment),
             cwd="/",
         ).result()
         os.close(info_end)
+        os.close(keyring_filter)
         self.pidfd: int | None = None
         try:
             self.pidfd = os.pidfd_open(_child_pid(info))
@@ -229,7 +246,7 @@ class Zygote:
         self._send({"preload": preloaded_modules(), "fresh": _fresh_mounts(sandbox)})
         self._receive(READY_TIMEOUT_S)
 
-    def _sandbox(self, home: Home) -> list[str]:
+    def _sandbox(self, home: Home, keyring_filter: int) -> list[str]:
         """``sandbox.wrap``'s command for the zygote, with ZYGOTE_SANDBOX's options and without
         its per-process limits: the zygote imports for seconds and serves for hours, and each
         kernel sets the limits for itself (which no process in the sandbox can raise)."""
@@ -240,12 +257,11 @@ class Zygote:
             limits=self.spec.limits,
             readable=needed(),
             private=private_roots(),
+            seccomp_fd=keyring_filter,
+            process_limits=False,
         )
         separator = sandbox.index("--")
-        command = sandbox.index("--", separator + 1) + 1  # after `prlimit ... --`
-        if sandbox[separator + 1] != "prlimit":
-            raise ZygoteError(f"expected sandbox.wrap's command to set limits with prlimit: {sandbox}")
-        return [*sandbox[:separator], *ZYGOTE_SANDBOX, "--", *sandbox[command:]]
+        return [*sandbox[:separator], *ZYGOTE_SANDBOX, *sandbox[separator:]]
 
     def _send(self, message: dict) -> None:
         try:
@@ -296,7 +312,7 @@ class Zygote:
             "RLIMIT_CPU": limits.cpu_s,
             "RLIMIT_NOFILE": limits.open_files,
         }
-        env = {**env, **self.environment}
+        env = {**kernel_environment(env), **self.environment}
         return self.request("fork", argv=argv, env=env, cwd=str(cwd), limits=caps)["pid"]
 
     def reset(self) -> bool:
@@ -440,6 +456,13 @@ class ZygoteProvisioner(LocalProvisioner):
     inside: Path | None = None  # its copy, where the kernel works
     exit_code: int | None = None
     waited = False
+    group: Group | None = None  # the zygote's group, and its OOM kills when the kernel started
+    oom_kills = 0
+
+    def hit_memory_cap(self) -> bool:
+        """Whether the memory group's OOM killer ended a process of the sandbox since the kernel
+        started (ask before the kernel is cleaned up); False where there is no memory group."""
+        return self.group is not None and self.group.oom_kills() > self.oom_kills
 
     @property
     def has_process(self) -> bool:
@@ -448,7 +471,7 @@ class ZygoteProvisioner(LocalProvisioner):
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
         manager = self.parent
         limits = manager.limits()
-        environment = frozenset((k, v) for k, v in kwargs["env"].items() if k not in VOLATILE)
+        environment = frozenset(kernel_environment(kwargs["env"]).items())
         hidden = tuple(str(Path(folder).resolve()) for folder in manager.hidden)
         spec = ZygoteSpec(cmd[0], hidden, limits, environment)
         argv = kernel_arguments(cmd)
@@ -458,6 +481,9 @@ class ZygoteProvisioner(LocalProvisioner):
             ZYGOTES.home.empty(keep=manager.private)
             self.folder = self.cwd = Path(kwargs.get("cwd") or os.getcwd()).resolve()
             self.inside = ZYGOTES.home.enter(self.folder, hidden)
+            give_to_sandbox(self.inside)
+            self.group = self.zygote.group
+            self.oom_kills = self.group.oom_kills() if self.group is not None else 0
             self.pid = self.zygote.fork(argv, kwargs["env"], self.inside, limits)
         except BaseException:
             self.finish()
@@ -520,12 +546,17 @@ class WarmKernelManager(AsyncKernelManager):
     hidden = List(Unicode(), help="folders the kernel must not see (the grading workspace)").tag(config=True)
     memory_gib = Float(Limits.memory_gib, help="private writable memory per process, GiB").tag(config=True)
     cpu_s = Integer(Limits.cpu_s, help="CPU seconds per process").tag(config=True)
+    open_files = Integer(Limits.open_files, help="open files per process").tag(config=True)
     tasks = Integer(Limits.tasks, help="processes and threads of the sandbox, where cgroups allow").tag(
         config=True
     )
 
     def limits(self) -> Limits:
-        return Limits(memory_gib=self.memory_gib, cpu_s=self.cpu_s, tasks=self.tasks)
+        return Limits(self.memory_gib, self.cpu_s, self.open_files, self.tasks)
+
+    def hit_memory_cap(self) -> bool:
+        """Whether the memory cap ended a process of this kernel's sandbox (ZygoteProvisioner's)."""
+        return isinstance(self.provisioner, ZygoteProvisioner) and self.provisioner.hit_memory_cap()
 
     async def _async_pre_start_kernel(self, **kw):
         self.private = ZYGOTES.home.private_folder()
@@ -539,7 +570,9 @@ class WarmKernelManager(AsyncKernelManager):
             self.provisioner = ZygoteProvisioner(
                 kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self
             )
-        return await super()._async_pre_start_kernel(**kw)
+        command, kw = await super()._async_pre_start_kernel(**kw)
+        give_to_sandbox(self.private)  # and the connection file, written now
+        return command, kw
 
 
 class WarmExecute(CourseExecute):

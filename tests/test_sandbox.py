@@ -78,3 +78,32 @@ def test_a_sandboxed_process_has_no_capabilities_even_when_root_starts_it():
     assert effective.split()[1] == "0000000000000000", (
         f"the sandboxed process keeps capabilities: {effective}"
     )
+
+
+def test_scratch_folders_are_capped_and_folders_made_for_binds_are_open_to_the_sandbox_user():
+    command = wrap(
+        ["python"],
+        writable=[Path("/root/w/autograded/ada/01")],
+        hidden=[Path("/root/w")],
+        limits=Limits(memory_gib=0.5),
+        readable=[Path("/root/.pyenv/versions/3.11")],
+        private=[Path("/tmp"), Path("/root")],
+    )
+    mounts = " ".join(command[: command.index("--unshare-net")])
+    half = str(2**29)
+    assert f"--perms 1777 --size {half} --tmpfs /tmp " in mounts
+    assert f"--dev /dev --perms 1777 --size {half} --tmpfs /dev/shm " in mounts
+    assert "--perms 1777 --size 67108864 --tmpfs /root " in mounts  # a home folder: small
+    assert "--perms 0755 --dir /root/.pyenv --perms 0755 --dir /root/.pyenv/versions --ro-bind" in mounts
+    assert "--perms 0755 --dir /root/w/autograded --perms 0755 --dir /root/w/autograded/ada --bind" in mounts
+
+
+def test_started_by_root_the_sandbox_becomes_nobody_with_no_capability_and_the_keyring_filter():
+    command = wrap(["python"], writable=[], hidden=[], limits=Limits(), seccomp_fd=7)
+    assert command[command.index("--seccomp") + 1] == "7"
+    inner = command[command.index("--") + 1 :]
+    if os.geteuid() == 0:
+        assert inner[:4] == ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        assert "--bounding-set=-all" in inner and "--unshare-user" not in command
+    else:
+        assert inner[0] == "prlimit" and "--unshare-user" in command

@@ -30,8 +30,11 @@ LEFT_FILES = ["/tmp/left", "/dev/shm/left", "/dev/left", os.path.expanduser("~/l
 LEAVE_EVERYTHING = f"""
 import ctypes, os, subprocess, torch
 for path in {LEFT_FILES[:-1]!r}:
-    with open(path, "w") as handle:
-        handle.write("left by ada")
+    try:
+        with open(path, "w") as handle:
+            handle.write("left by ada")
+    except PermissionError:  # /dev is root's: a kernel run as nobody cannot write there
+        assert path == "/dev/left" and os.getuid() != 0
 os.symlink("/etc/hostname", "link")
 torch.leak = 1
 subprocess.Popen(["sleep", "{MARKER}"], start_new_session=True)
