@@ -41,6 +41,7 @@ import nh3
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
+from traitlets import Bool
 
 RASTER = ("image/png", "image/jpeg", "image/gif")
 # The MIME types an output keeps (the sanitised ones are rewritten on the way).
@@ -182,6 +183,9 @@ def _inert_attachments(attachments: dict[str, Any]) -> dict[str, Any]:
 
 class InertNotebook(Preprocessor):
     """Makes a notebook inert: nothing in any page made from it runs (see the module's docstring)."""
+
+    # nbconvert's steps are off unless configured on; nbgrader registers its steps as they are.
+    enabled = Bool(True).tag(config=True)
 
     def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
         nb.metadata.pop("widgets", None)

@@ -359,3 +359,170 @@ def test_a_feedback_page_reads_offline(graded, browser):
     page.evaluate("() => window.scrollBy(0, -120)")
     page.screenshot(path=SCREENSHOTS / "feedback_offline.png")
     context.close()
+
+
+# A hostile learner's solution cell ends by displaying objects whose representations are scripts:
+# no import, nothing a check flags (issue 21).
+ATTACK = """
+
+class _Shown:
+    def _repr_html_(self):
+        return "<script>console.log('CANARY')</script><img src=x onerror=\\"document.title='PWNED'\\">"
+
+
+class _Run:
+    def _repr_javascript_(self):
+        return "console.log('CANARY')"
+
+
+display(_Shown())
+_Run()
+"""
+
+
+def _attacker(folder: Path) -> Path:
+    """mallory's lesson 03: ada's correct solution, whose cell displays the attack."""
+    from autograder.make_samples import SAMPLES
+
+    shutil.copytree(SAMPLES / "ada" / LESSON, folder / "mallory" / LESSON)
+    path = folder / "mallory" / NOTEBOOK
+    nb = nbformat.read(path, as_version=4)
+    (cell,) = [cell for cell in nb.cells if cell.metadata.get("nbgrader", {}).get("solution")]
+    cell.source += ATTACK
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def attacked(tmp_path_factory) -> Path:
+    """A workspace in which mallory's lesson 03 is graded, in the sandbox, and has its feedback."""
+    from autograder.pipeline import Pipeline
+
+    inbox = tmp_path_factory.mktemp("inbox")
+    _attacker(inbox)
+    workspace = tmp_path_factory.mktemp("attacked")
+    pipeline = Pipeline(workspace, release=workspace / "release", log=lambda line: None)
+    pipeline.release([LESSON])
+    pipeline.collect_folder(inbox)
+    pipeline.autograde()
+    assert pipeline.feedback(), pipeline.problems
+    return workspace
+
+
+class _Watch:
+    """What a page's scripts did: its console's messages and its uncaught errors."""
+
+    def __init__(self, page) -> None:
+        self.console: list[str] = []
+        self.errors: list[str] = []
+        page.on("console", lambda message: self.console.append(message.text))
+        page.on("pageerror", lambda error: self.errors.append(str(error)))
+
+    def attacked(self, page) -> list[str]:
+        """What of the attacker's ran: the canary logged, the title set, an error from its code."""
+        ran = [text for text in self.console if "CANARY" in text]
+        ran += [error for error in self.errors if "CANARY" in error or "PWNED" in error]
+        return ran + (["title: PWNED"] if page.title() == "PWNED" else [])
+
+
+def test_nbconverts_page_of_the_notebook_as_it_ran_runs_the_attack(tmp_path, browser):
+    """The control: the outputs the attack displays, in nbconvert's page with nothing removed."""
+    from nbconvert.exporters import HTMLExporter
+    from nbformat import v4
+
+    html = "<script>console.log('CANARY')</script><img src=x onerror=\"document.title='PWNED'\">"
+    outputs = [
+        v4.new_output("display_data", data={"text/html": html, "text/plain": "<_Shown>"}),
+        v4.new_output("execute_result", data={"application/javascript": "console.log('CANARY')"}),
+    ]
+    nb = v4.new_notebook(cells=[v4.new_code_cell("display(_Shown())\n_Run()", outputs=outputs)])
+    page_path = tmp_path / "as_it_ran.html"
+    page_path.write_text(HTMLExporter().from_notebook_node(nb)[0], encoding="utf-8")
+    page = browser.new_page()
+    watch = _Watch(page)
+    page.goto(page_path.as_uri())
+    page.wait_for_function("() => document.title === 'PWNED'", timeout=10 * SECONDS)
+    assert "CANARY" in watch.console and watch.attacked(page)
+    page.close()
+
+
+def test_the_attackers_feedback_page_runs_nothing(attacked, browser):
+    (path,) = (attacked / "feedback" / "mallory" / LESSON).glob("*.html")
+    context = browser.new_context(viewport={"width": 1100, "height": 760}, offline=True)
+    page = context.new_page()
+    watch = _Watch(page)
+    page.goto(path.as_uri())
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(1 * SECONDS)  # time for an image's onerror, were it there
+
+    assert watch.attacked(page) == [] and watch.errors == []
+    assert page.locator("script").count() == 0  # the graded notebook was made inert
+    assert page.locator("mjx-container svg").count() > 20  # the typeset formulas still show
+    page.get_by_text("Student's answer").first.scroll_into_view_if_needed()
+    page.screenshot(path=SCREENSHOTS / "feedback_attacked.png")
+    context.close()
+
+
+def _submission_id(workspace: Path, student: str) -> str:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{workspace / 'gradebook.db'}") as gradebook:
+        notebook = Path(NOTEBOOK).stem
+        return gradebook.find_submission_notebook(notebook, LESSON, student).id
+
+
+def _graded_before_the_defence(workspace: Path) -> None:
+    """The graded notebook as nbgrader alone leaves it: the attack's outputs put back."""
+    path = workspace / "autograded" / "mallory" / NOTEBOOK
+    nb = nbformat.read(path, as_version=4)
+    (cell,) = [cell for cell in nb.cells if cell.metadata.get("nbgrader", {}).get("solution")]
+    html = "<script>console.log('CANARY')</script><img src=x onerror=\"document.title='PWNED'\">"
+    cell.outputs = [
+        nbformat.v4.new_output("display_data", data={"text/html": html, "text/plain": "<_Shown>"}),
+        nbformat.v4.new_output("execute_result", data={"application/javascript": "console.log('CANARY')"}),
+    ]
+    nbformat.write(nb, path)
+
+
+def _open_submission(page, url: str, submission: str):
+    """The Formgrader's view of a submission, once nbgrader's scripts have filled in its scores (the
+    template leaves the inputs empty; formgrade.js writes each cell's points into them)."""
+    watch = _Watch(page)
+    with page.expect_response(lambda reply: reply.url.endswith(f"/submissions/{submission}/")) as reply:
+        page.goto(f"{url}/formgrader/submissions/{submission}/")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('input.score')].some(input => input.placeholder !== '')",
+        timeout=60 * SECONDS,
+    )
+    page.wait_for_timeout(1 * SECONDS)
+    return watch, reply.value.headers.get("content-security-policy", "")
+
+
+# nbgrader's formgrade.js, when MathJax did not load (offline, or refused by the policy: MathJax 2
+# would run any text/x-mathjax-config script in the page): the view works, formulas show as TeX.
+NO_MATHJAX = "MathJax is not defined"
+
+
+def test_the_formgrader_shows_the_attackers_submission_and_runs_none_of_it(attacked, browser):
+    submission = _submission_id(attacked, "mallory")
+    log = attacked.parent / f"{attacked.name}-formgrader.log"
+    with _served("formgrader", log, WORKSPACE=attacked) as url:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(f"{url}/login?token={TOKEN}")
+        watch, policy = _open_submission(page, url, submission)
+        assert "script-src 'self' 'sha256-" in policy and "unsafe-inline" not in policy
+        assert watch.attacked(page) == [] and watch.errors == [NO_MATHJAX]
+        assert page.locator("#notebook script").count() == 0  # the graded notebook was made inert
+        # nbgrader's own scripts ran: its inline one (allowed by its hash) took the links' data-link
+        # attributes away, and formgrade.js filled in the scores
+        assert page.locator("[data-link]").count() == 0
+        page.get_by_text("Student's answer").first.scroll_into_view_if_needed()
+        page.screenshot(path=SCREENSHOTS / "formgrader_attacked.png")
+
+        # A notebook graded before the course made graded notebooks inert: the policy stops it
+        _graded_before_the_defence(attacked)
+        watch, _ = _open_submission(page, url, submission)
+        assert page.locator("#notebook script").count() == 2  # the attack is in the page
+        assert watch.attacked(page) == [] and watch.errors == [NO_MATHJAX]
+        assert page.locator("[data-link]").count() == 0
+        page.close()

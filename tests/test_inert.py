@@ -5,6 +5,8 @@ the course's step; and what honest learners and the lessons show, kept as it was
 import base64
 import copy
 import io
+import json
+import re
 
 import nbformat
 import pytest
@@ -12,7 +14,7 @@ from bs4 import BeautifulSoup
 from nbconvert.exporters import HTMLExporter
 from nbformat import v4
 
-from autograder import lessons
+from autograder import formgrader_policy, lessons
 from autograder.checks.core import wrap_message
 from autograder.inert import InertNotebook, sanitise_markdown
 from autograder.nbgrader_config import course_config
@@ -87,7 +89,7 @@ def _page(nb: nbformat.NotebookNode, template: str) -> str:
 
 
 def _inert(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    nb, _ = InertNotebook().preprocess(copy.deepcopy(nb), {})
+    nb, _ = InertNotebook()(copy.deepcopy(nb), {})  # as nbconvert and nbgrader call it
     return nb
 
 
@@ -204,3 +206,52 @@ def test_grading_and_feedback_make_notebooks_inert(tmp_path):
     execute, inert, *_ = config.Autograde.autograde_preprocessors
     assert execute.__name__.endswith("Execute") and inert is InertNotebook
     assert config.GenerateFeedback.preprocessors[0] == "autograder.inert.InertNotebook"
+
+
+def test_the_formgrader_view_allows_nbgraders_scripts_by_hash_and_no_other():
+    from nbgrader.server_extensions.formgrader import handlers
+
+    scripts, events = formgrader_policy.nbgraders_own_scripts()
+    assert len(scripts) == 1 and len(events) == 2  # the nav macro's script, its two onclick handlers
+    exporter = HTMLExporter(template_name="formgrade", extra_template_basedirs=[handlers.template_path])
+    resources = {"submission_id": "s1", "notebook_id": "attention", "assignment_id": "03_attention"}
+    resources |= {"index": 0, "total": 1, "base_url": "", "student": "mallory", "notebook_path": "x"}
+    page = exporter.from_notebook_node(_attack("html <script>"), resources=resources)[0].encode()
+    policy = formgrader_policy.view_policy(page, scripts, events)
+    allowed = set(re.findall(r"'sha256-[^']+'", policy))
+    inline = [formgrader_policy._hash(script) for script in formgrader_policy._INLINE_SCRIPT.findall(page)]
+    attackers = formgrader_policy._hash(CANARY.encode())
+    assert attackers in inline and attackers not in allowed
+    assert set(inline) - {attackers} <= allowed  # nbgrader's own, in the head and in the nav
+    assert "'unsafe-inline'" not in policy and "'unsafe-eval'" not in policy
+
+
+@pytest.mark.parametrize(
+    ("path", "policy"),
+    [
+        ("/formgrader/submissions/s1/", "view"),
+        ("/formgrader/submissions/s1/figure.svg", "files"),
+        ("/formgrader/submissions/s1/next", None),
+        ("/formgrader/submissions/components/x.js", None),
+        ("/formgrader/manage_submissions/03_attention", None),
+        ("/lab", None),
+    ],
+)
+def test_the_policy_covers_the_submissions_pages_only(path, policy):
+    from tornado.httputil import HTTPHeaders, HTTPServerRequest, RequestStartLine
+
+    start = RequestStartLine("GET", path, "HTTP/1.1")
+    request = HTTPServerRequest(start_line=start, headers=HTTPHeaders({"Host": "localhost"}))
+    transform = formgrader_policy.SubmissionPolicy("/", {"'sha256-x'"}, set(), request)
+    headers = HTTPHeaders({"Content-Type": "text/html; charset=UTF-8"})
+    _, headers, _ = transform.transform_first_chunk(200, headers, b"<head></head>", True)
+    found = headers.get(formgrader_policy.HEADER)
+    expected = {"view": "script-src 'self' 'sha256-x'", "files": "sandbox;", None: None}[policy]
+    assert found == expected if policy is None else found.startswith(expected)
+
+
+def test_the_instructors_jupyter_serves_the_policy():
+    config = json.loads(
+        (lessons.ROOT / "jupyter_config" / "instructor" / "jupyter_server_config.json").read_text()
+    )
+    assert config["ServerApp"]["jpserver_extensions"]["autograder.formgrader_policy"] is True
