@@ -30,11 +30,11 @@ def decoder_layer_step(
     k_mem, v_mem = memory_kv  # [B, h, S, d_k] each
     n_heads = k_mem.size(1)
 
-    def self_attention(h: torch.Tensor) -> torch.Tensor:  # [B, 1, D] -> [B, 1, D]
+    def self_attention(y: torch.Tensor) -> torch.Tensor:  # [B, 1, D] -> [B, 1, D]
         attn = layer.self_attn
-        q = split_heads(attn.w_q(h), n_heads)  # [B, h, 1, d_k]
-        k = split_heads(attn.w_k(h), n_heads)  # [B, h, 1, d_k]
-        v = split_heads(attn.w_v(h), n_heads)  # [B, h, 1, d_k]
+        q = split_heads(attn.w_q(y), n_heads)  # [B, h, 1, d_k]
+        k = split_heads(attn.w_k(y), n_heads)  # [B, h, 1, d_k]
+        v = split_heads(attn.w_v(y), n_heads)  # [B, h, 1, d_k]
         if cache.get("k") is not None:
             k = torch.cat([cache["k"], k], dim=2)  # [B, h, t, d_k]
             v = torch.cat([cache["v"], v], dim=2)  # [B, h, t, d_k]
@@ -42,9 +42,9 @@ def decoder_layer_step(
         out, _ = scaled_dot_product_attention(q, k, v)  # no mask: the cache holds only the past
         return attn.w_o(merge_heads(out))  # [B, 1, D]
 
-    def cross_attention(h: torch.Tensor) -> torch.Tensor:  # [B, 1, D] -> [B, 1, D]
+    def cross_attention(y: torch.Tensor) -> torch.Tensor:  # [B, 1, D] -> [B, 1, D]
         attn = layer.cross_attn
-        q = split_heads(attn.w_q(h), n_heads)  # [B, h, 1, d_k]
+        q = split_heads(attn.w_q(y), n_heads)  # [B, h, 1, d_k]
         out, _ = scaled_dot_product_attention(q, k_mem, v_mem, src_mask)  # [B, h, 1, d_k]
         return attn.w_o(merge_heads(out))  # [B, 1, D]
 
@@ -77,7 +77,8 @@ def cached_greedy_decode(
     position's row of the positional table) and run through every layer with
     decoder_layer_step, then through model.decoder.norm and model.generator.
     Once a row has produced end_symbol it keeps producing it; decoding stops when every
-    row has. Put the model in eval mode first.
+    row has. The caller puts the model in eval mode (dropout off) beforehand: this function
+    leaves the model's mode as it is.
     """
     ### BEGIN SOLUTION
     memory = model.encode(src, src_mask)  # [B, S, D]

@@ -104,7 +104,8 @@ def greedy_decode(
 
     src: Long[B, T_src] -> Long[B, L] with L <= max_len, starting with start_symbol.
     Once a row has produced end_symbol it keeps producing end_symbol; decoding
-    stops early when every row has. Put the model in eval mode first.
+    stops early when every row has. The caller puts the model in eval mode (dropout off)
+    beforehand: this function leaves the model's mode as it is.
     """
     ### BEGIN SOLUTION
     memory = model.encode(src, src_mask)  # [B, T_src, D]

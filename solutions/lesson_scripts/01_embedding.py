@@ -174,8 +174,9 @@ print("sqrt(d_model):", f"{math.sqrt(8):.4f}")
 # \sigma^2 = \tfrac{1}{D} \;\Rightarrow\; \|\sqrt{D}\,W[t]\| \approx \sqrt{D}.$$
 #
 # The experiment measures the mean row length for several $D$: positional-encoding
-# rows, and embedding rows unscaled and scaled, for the paper's initialisation (variance
-# $1/D$) and for `nn.Embedding`'s default (variance 1).
+# rows, and embedding rows unscaled and scaled, for LeCun's initialisation (variance
+# $1/D$, the common choice for a table shared with the output layer, though not one the
+# paper names) and for `nn.Embedding`'s default (variance 1).
 
 
 # %% experiment
@@ -191,12 +192,12 @@ norms = {name: [] for name in ("PE", "1/D init", "1/D init, scaled", "N(0,1) ini
 print(f"{'D':>5} {'|PE|':>6} {'1/D init':>9} {'scaled':>7} {'N(0,1)':>7} {'scaled':>7}")
 for size in sizes:
     pe = positional_rows(100, size)
-    paper = torch.randn(1000, size) / math.sqrt(size)  # variance 1/D, like a tied output layer
+    lecun = torch.randn(1000, size) / math.sqrt(size)  # variance 1/D, like a tied output layer
     default = nn.Embedding(1000, size).weight.detach()  # nn.Embedding's default: N(0, 1)
     row = [
         pe.norm(dim=1).mean(),
-        paper.norm(dim=1).mean(),
-        (paper * math.sqrt(size)).norm(dim=1).mean(),
+        lecun.norm(dim=1).mean(),
+        (lecun * math.sqrt(size)).norm(dim=1).mean(),
         default.norm(dim=1).mean(),
         (default * math.sqrt(size)).norm(dim=1).mean(),
     ]

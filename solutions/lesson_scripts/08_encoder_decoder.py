@@ -653,24 +653,42 @@ for name, module, formula in (
     counted = sum(p.numel() for p in module.parameters())
     print(f"{name} (D=512, h=8, d_ff=2048): {counted:,} parameters, formula {formula:,}")
 
-layer = EncoderLayer(64, 4, 256).eval()
+D_small, d_ff_small = 64, 256
+layer = EncoderLayer(D_small, 4, d_ff_small).eval()
+linear_work = 4 * D_small**2 + 2 * D_small * d_ff_small  # per position: projections and feed-forward
+print(f"per position: linear terms 4D^2 + 2D d_ff = {linear_work:,} multiply-adds, attention 2TD; "
+      f"equal at T = 2D + d_ff = {2 * D_small + d_ff_small}")  # fmt: skip
 previous = None
 for length in (128, 256, 512):
-    x = torch.randn(2, length, 64)
+    x = torch.randn(2, length, D_small)
     with torch.no_grad():
         elapsed = median_seconds(layer, x) * 1e3
     ratio = "" if previous is None else f"  ({elapsed / previous:.1f}x the previous)"
     mebibytes = layer.self_attn.attn.numel() * 4 / 2**20
-    print(f"T={length:>4}: {elapsed:6.1f} ms, attention weights {mebibytes:4.1f} MiB{ratio}")
+    attention_share = 2 * length * D_small / (linear_work + 2 * length * D_small)
+    print(f"T={length:>4}: {elapsed:6.1f} ms, attention weights {mebibytes:4.1f} MiB, "
+          f"attention {attention_share:.0%} of the multiply-adds{ratio}")  # fmt: skip
     previous = elapsed
+work = [length * (linear_work + 2 * length * D_small) for length in (128, 256, 512)]  # per sequence
+print(f"by the count of multiply-adds alone, each doubling costs {work[1] / work[0]:.1f}x, "
+      f"then {work[2] / work[1]:.1f}x")  # fmt: skip
 
 # %% [markdown]
 # The attention weights grow exactly 4x each time $T$ doubles ($B\,h\,T^2$ floats). The time
 # grows roughly 2x per doubling where the projections and the feed-forward network (linear
-# in $T$) dominate, and 4x where the $T^2$ scores do; with $D = 64$ the scores take over
-# quickly. Each time is the median of many calls after a warm-up, yet the milliseconds
-# still depend on the machine and on what else it runs: the memory is the exact
-# measurement here, the time ratio the approximate one.
+# in $T$) dominate, and 4x where the $T^2$ scores do. Which one dominates is a count: per
+# position, the projections and the feed-forward network cost $4D^2 + 2 D\, d_{ff}$
+# multiply-adds, and the scores and the weighted sum of values $2 T D$. They are equal at
+#
+# $$T = 2D + d_{ff},$$
+#
+# which for this layer ($D = 64$, $d_{ff} = 256$) is $T = 384$, as the first line printed.
+# So from $T = 128$ to $512$ the attention's share of the arithmetic only grows from 25% to
+# 57%: by the count alone, a doubling costs 2.5x and then 2.8x (the last line), not yet 4x.
+# Each time is the median of many calls after a warm-up, yet the milliseconds still depend
+# on the machine and on what else it runs (the memory traffic of the $T \times T$ weights
+# counts too, which the multiply-adds leave out): the memory is the exact measurement
+# here, the time ratio the approximate one.
 #
 # ## Summary
 #
