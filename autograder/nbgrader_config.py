@@ -18,8 +18,10 @@ from autograder.feedback_page import offline_feedback
 from autograder.inert import InertNotebook
 from autograder.keep_going import KeepGoing
 from autograder.lessons import SOURCE
+from autograder.nbgrader_steps import use_course_steps
 from autograder.overwrite import RestoringOverwriteCells
 from autograder.sandbox import CourseExecute, Limits, SandboxedExecute
+from autograder.submission_files import Caps
 from autograder.zygote import WarmExecute
 
 # nbgrader runs the `alembic` command when it creates a gradebook, and jupyter_client starts
@@ -81,9 +83,10 @@ def keeping_going() -> Config:
     return c
 
 
-def sandboxed(workspace: Path, limits: Limits, warm: bool = True) -> Config:
+def sandboxed(workspace: Path, limits: Limits, warm: bool = True, caps: Caps = Caps()) -> Config:  # noqa: B008
     """Autograding with every kernel in the sandbox (autograder/sandbox.py): the workspace hidden
-    but for the submission's own folder, no network, ``limits`` on memory and CPU time. Warm:
+    but for the submission's own folder, no network, ``limits`` on memory and CPU time, and
+    ``caps`` on what it may leave in its folder (autograder/submission_files.py). Warm:
     each kernel forked from a zygote that has imported torch and the checks once per grading
     process (autograder/zygote.py); cold: each kernel started and importing on its own."""
     c = executed_by(WarmExecute if warm else SandboxedExecute)
@@ -93,6 +96,8 @@ def sandboxed(workspace: Path, limits: Limits, warm: bool = True) -> Config:
     manager.cpu_s = limits.cpu_s
     manager.open_files = limits.open_files
     manager.tasks = limits.tasks
+    manager.folder_mib = caps.mib
+    manager.folder_files = caps.files
     return c
 
 
@@ -118,6 +123,8 @@ def course_config(
     SQLite file in the workspace. ``warm`` forks sandboxed kernels from a zygote
     (autograder/zygote.py) instead of starting each cold.
     """
+    # nbgrader's autograde and feedback steps that follow no link in a submission's folder
+    use_course_steps()
     c = Config()
     c.CourseDirectory.course_id = COURSE_ID
     c.CourseDirectory.root = str(workspace)

@@ -32,6 +32,7 @@ from autograder.judge import JUDGE_METADATA
 from autograder.nbgrader_config import CELL_TIMEOUT_S, course_config
 from autograder.sandbox import Limits
 from autograder.sandbox import problem as sandbox_problem
+from autograder.submission_files import FILES_METADATA
 
 # How an LMS download names each file, tried in order: Blackboard's
 # <assignment>_<student>_attempt_<timestamp>_<notebook>.ipynb (the example in nbgrader's
@@ -370,6 +371,16 @@ class Pipeline:
             seconds += record.get("seconds", 0.0)
         return overruled, seconds
 
+    def _left_behind(self, lesson: str, student: str) -> list[str]:
+        """What the grading kernels left in the submission's folder and the grader did not keep,
+        a line each ("left a symbolic link ...": autograder/submission_files.py)."""
+        folder = self.workspace / "autograded" / student / lesson
+        return [
+            line
+            for path in sorted(folder.glob("*.ipynb"))
+            for line in nbformat.read(path, as_version=4).metadata.get(FILES_METADATA, [])
+        ]
+
     def autograde(self, jobs: int = 1, scheduler: str | None = None) -> None:
         """Grade every submission taken in; one that fails costs only itself.
 
@@ -433,6 +444,8 @@ class Pipeline:
         for cell, reason in overruled.items():
             verdict = f"passed in the notebook, not before the judge: {reason}"
             problems.append(Problem(student, lesson, f"tampering suspected, cell {cell}: {verdict}"))
+        left = self._left_behind(lesson, student) if result["success"] else []
+        problems += [Problem(student, lesson, line) for line in left]
         return Graded(lesson, student, problems, time.perf_counter() - start, judged_s)
 
     def feedback(self) -> list[Path]:

@@ -49,6 +49,7 @@ from traitlets import Bool, Float, Integer, List, Unicode
 from autograder import seccomp
 from autograder.grading import experiments, is_test_cell, lesson_of
 from autograder.lessons import ROOT
+from autograder.submission_files import FILES_METADATA, Caps, clean
 
 INSTALL_HINT = "install it (Debian and Ubuntu: `apt-get install bubblewrap`)"
 
@@ -369,6 +370,11 @@ class SandboxedKernelManager(AsyncKernelManager):
     tasks = Integer(Limits.tasks, help="processes and threads of the kernel, where cgroups allow").tag(
         config=True
     )
+    folder_mib = Integer(Caps.mib, help="MiB of files kept of what a kernel leaves in its folder").tag(
+        config=True
+    )
+    folder_files = Integer(Caps.files, help="files and folders kept of what a kernel leaves").tag(config=True)
+    left_behind: list[str] = []  # what the kernel left and was not kept: replaced, never changed
 
     def limits(self) -> Limits:
         return Limits(self.memory_gib, self.cpu_s, self.open_files, self.tasks)
@@ -421,12 +427,17 @@ class SandboxedKernelManager(AsyncKernelManager):
             os.close(self._filter)  # bwrap has its own copy, or never started
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        """Once the kernel has ended: its private folder and task group removed, and what it left
+        in its working folder cleaned (autograder/submission_files.py), its lines kept in
+        ``left_behind``. Runs again, harmlessly, when nbclient calls it after a shutdown."""
         await super()._async_cleanup_resources(restart=restart)
         if not restart:
             shutil.rmtree(self._private, ignore_errors=True)
             if self._group is not None:
-                remove_group(self._group)
+                remove_group(self._group)  # once no process of the sandbox is left
                 self._group = None
+            caps = Caps(mib=self.folder_mib, files=self.folder_files)
+            self.left_behind = [*self.left_behind, *clean(self._workdir, caps)]
 
     # nbclient calls the public name after a kernel died; the base class bound it to its own method
     cleanup_resources = _async_cleanup_resources
@@ -471,6 +482,7 @@ class CourseExecute(Execute):
 
         self._exited_in = None
         with self.setup_kernel():
+            manager = self.km  # nbclient forgets it when the kernel ends, which cleans its folder
             info = self.wait_for_reply(self.kc.kernel_info())
             self.nb.metadata["language_info"] = info["content"]["language_info"]
             self._judge = judge.for_notebook(self, resources)
@@ -488,6 +500,9 @@ class CourseExecute(Execute):
             finally:
                 if self._judge is not None:
                     self._judge.close(self.nb)
+        # what the kernel left in its folder and the sandboxed managers did not keep, for the report
+        if left := getattr(manager, "left_behind", []):
+            self.nb.metadata[FILES_METADATA] = left
         self.set_widgets_metadata()
         return self.nb, self.resources
 

@@ -50,7 +50,7 @@ from jupyter_client.provisioning import LocalProvisioner
 from jupyter_core.paths import jupyter_runtime_dir
 from traitlets import Float, Integer, List, Unicode
 
-from autograder import grading, lessons, seccomp
+from autograder import grading, lessons, seccomp, submission_files
 from autograder.sandbox import (
     CourseExecute,
     Group,
@@ -64,6 +64,7 @@ from autograder.sandbox import (
     wrap,
 )
 from autograder.sandbox import problem as sandbox_problem
+from autograder.submission_files import Caps
 
 # Options of bwrap's added to sandbox.wrap's (which drops every capability already): the
 # zygote is process 1 (no bwrap init holding the pipe's other ends, and no signal from a
@@ -142,11 +143,13 @@ class Home:
 
     def enter(self, folder: Path, hidden: tuple[str, ...]) -> Path:
         """Copy the notebook's ``folder`` into the slot, at its path below the hidden folder
-        that holds it (its name alone when none does); return where the kernel finds it."""
+        that holds it (its name alone when none does); return where the kernel finds it. Only
+        its regular files and folders, none followed (autograder/submission_files.py): the
+        course's steps leave nothing else there, and anything else is left out."""
         base = next((Path(h) for h in hidden if folder.is_relative_to(h)), folder.parent)
         inside = self.slot / folder.relative_to(base)
-        inside.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(folder, inside, symlinks=True, dirs_exist_ok=True)
+        inside.mkdir(parents=True, exist_ok=True)
+        submission_files.mirror(folder, inside, submission_files.UNCAPPED)
         return inside
 
     def empty(self, keep: Path | None = None) -> None:
@@ -154,44 +157,10 @@ class Home:
         for folder in (self.run, self.slot):
             for entry in folder.iterdir():
                 if entry != keep:
-                    _remove(entry)
+                    submission_files.remove(entry)
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
-
-
-def _remove(path: Path) -> None:
-    """Remove a file, link or folder (never what a link points to)."""
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink()
-
-
-def mirror(source: Path, target: Path) -> None:
-    """Make ``target`` hold what ``source`` holds: its folders, regular files and symbolic
-    links (copied as links, never followed); what ``source`` lacks is removed from ``target``.
-    Anything else a kernel made (a socket, a fifo) is left out; a ``source`` that a kernel
-    removed, or replaced by a link, counts as empty."""
-    found = list(source.iterdir()) if source.is_dir() and not source.is_symlink() else []
-    kept = {entry.name for entry in found}
-    for entry in target.iterdir():
-        if entry.name not in kept:
-            _remove(entry)
-    for entry in found:
-        destination = target / entry.name
-        if entry.is_dir() and not entry.is_symlink():
-            if destination.is_symlink() or (destination.exists() and not destination.is_dir()):
-                _remove(destination)
-            destination.mkdir(exist_ok=True)
-            mirror(entry, destination)
-            continue
-        if destination.is_symlink() or destination.exists():
-            _remove(destination)
-        if entry.is_symlink():
-            destination.symlink_to(os.readlink(entry))
-        elif entry.is_file():
-            shutil.copy2(entry, destination, follow_symlinks=False)
 
 
 def _fresh_mounts(command: list[str]) -> list[str]:
@@ -526,14 +495,17 @@ class ZygoteProvisioner(LocalProvisioner):
 
     def finish(self) -> None:
         """Reset the zygote (no process of the kernel's is left after), copy the kernel's
-        folder back and empty the home; nothing when the kernel was finished already."""
+        folder back (what autograder/submission_files.py keeps of it; the lines of what not go
+        to the manager's ``left_behind``) and empty the home; nothing when the kernel was
+        finished already."""
         if self.zygote is None:
             return
         zygote, self.zygote = self.zygote, None
         ZYGOTES.release(zygote)
         try:
             if self.inside is not None:
-                mirror(self.inside, self.folder)
+                manager = self.parent
+                manager.left_behind = submission_files.mirror(self.inside, self.folder, manager.caps())
         finally:
             ZYGOTES.home.empty()
 
@@ -550,6 +522,11 @@ class WarmKernelManager(AsyncKernelManager):
     tasks = Integer(Limits.tasks, help="processes and threads of the sandbox, where cgroups allow").tag(
         config=True
     )
+    folder_mib = Integer(Caps.mib, help="MiB of files kept of what a kernel leaves in its folder").tag(
+        config=True
+    )
+    folder_files = Integer(Caps.files, help="files and folders kept of what a kernel leaves").tag(config=True)
+    left_behind: list[str] = []  # what the kernel left and was not kept: replaced, never changed
 
     def limits(self) -> Limits:
         return Limits(self.memory_gib, self.cpu_s, self.open_files, self.tasks)
@@ -557,6 +534,9 @@ class WarmKernelManager(AsyncKernelManager):
     def hit_memory_cap(self) -> bool:
         """Whether the memory cap ended a process of this kernel's sandbox (ZygoteProvisioner's)."""
         return isinstance(self.provisioner, ZygoteProvisioner) and self.provisioner.hit_memory_cap()
+
+    def caps(self) -> Caps:
+        return Caps(mib=self.folder_mib, files=self.folder_files)
 
     async def _async_pre_start_kernel(self, **kw):
         self.private = ZYGOTES.home.private_folder()
