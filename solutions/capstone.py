@@ -76,8 +76,9 @@ class Config:
     batch_size: int = 128
     warmup: int = 100
     factor: float = 2.0
+    warm_up: bool = True  # False: no warm-up, the peak rate from step 1 and the same decay after `warmup`
     smoothing: float = 0.0
-    average: float = 0.95  # held-out accuracy of a moving average of the weights (0: of the weights)
+    average: float = 0.95  # held-out accuracy of an exponential moving average of the weights (0: of them)
     max_steps: int = 1500
     every: int = 25  # evaluate on the held-out set every this many steps
     seed: int = 0
@@ -106,15 +107,17 @@ def train(model, config: Config, held: dict[str, torch.Tensor], report=print) ->
     and the paper's schedule; stop at 100% held-out exact match or after ``max_steps``.
 
     With ``config.average`` > 0 the held-out set judges an exponential moving average of the
-    weights (Polyak averaging, over about 1 / (1 - average) steps), and ``model`` ends up
-    holding that average: the weights that were judged."""
+    weights (each step's weight in it shrinks by the factor ``average`` per step: the last
+    1 / (1 - average) steps hold about 64% of it), and ``model`` ends up holding that
+    average: the weights that were judged."""
     device = next(model.parameters()).device
     generator = torch.Generator().manual_seed(config.seed)
     excluded = {tuple(row[row != PAD].tolist()) for row in held["src"].cpu()}
     # the paper's Adam; fused: one kernel for all parameters (the step of a tiny model is mostly overhead)
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9, fused=True)
+    first = 1 if config.warm_up else config.warmup  # without warm-up, the steps before the peak run at it
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda done: rate(done + 1, config.d_model, config.warmup, config.factor)
+        optimizer, lambda done: rate(max(done + 1, first), config.d_model, config.warmup, config.factor)
     )
     # a copy of the model whose weights follow the trained ones, each step a (1 - average) part of the way
     averaged = (
