@@ -9,7 +9,7 @@ learner's feedback, chmod a file of the repository, or write the graded notebook
 gradebook. The course's converters do the same steps without following anything:
 
 - the copy takes regular files only (autograder/submission_files.py: ``copy_file``), and logs
-  each thing it leaves out;
+  each thing it leaves out; feedback copies no file at all, only writes its pages;
 - the permission step changes the files themselves (``follow_symlinks=False``): a link is
   left as it is, its target untouched;
 - before the writer opens the notebook's or page's path, whatever is there is removed, so it
@@ -95,8 +95,12 @@ class CourseAutograde(Autograde, NoFollowSteps):
 
 
 class CourseFeedback(GenerateFeedback, NoFollowSteps):
-    """nbgrader's GenerateFeedback; its copy of the graded folder's files, its permission step
-    and its writer follow no link."""
+    """nbgrader's GenerateFeedback; its permission step and its writer follow no link, and it
+    copies none of the graded folder's other files: a feedback page holds its figures and
+    formulas (autograder/feedback_page.py), and what a kernel left behind stays with the grader."""
+
+    def init_assignment(self, assignment_id: str, student_id: str) -> None:
+        """Nothing to prepare: no file but the pages goes into the feedback folder."""
 
 
 def use_course_steps() -> None:

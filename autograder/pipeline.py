@@ -13,6 +13,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import time
 import warnings
 import zipfile
@@ -298,6 +299,11 @@ class Pipeline:
         if lesson not in lessons.LESSON_NAMES:
             self.problems.append(Problem(student, lesson, f"{notebook.name}: unknown lesson {lesson!r}"))
             return
+        if not stat.S_ISREG(notebook.lstat().st_mode):  # a link an unzipped upload made, say
+            self.problems.append(
+                Problem(student, lesson, f"{notebook.name} is not a regular file; not graded")
+            )
+            return
         if not self._acceptable(student, lesson, notebook.name, notebook.stat().st_size):
             return
         reason = _readable(notebook)
@@ -306,7 +312,7 @@ class Pipeline:
             return
         target = self.submitted / student / lesson / notebook.name
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(notebook, target)
+        shutil.copy2(notebook, target, follow_symlinks=False)
 
     def save_problems(self) -> Path:
         """problems.csv in the workspace: what could not be graded as handed in, and why."""
@@ -350,12 +356,18 @@ class Pipeline:
         with self.gradebook() as gb:
             return {assignment.name for assignment in gb.assignments}
 
+    def _graded_notebooks(self, lesson: str, student: str) -> list[Path]:
+        """The graded notebooks of a submission: those handed in, as nbgrader wrote them. A
+        notebook the kernel itself left in its folder is never read as one of them."""
+        handed_in = sorted((self.submitted / student / lesson).glob("*.ipynb"))
+        graded = [self.workspace / "autograded" / student / lesson / path.name for path in handed_in]
+        return [path for path in graded if path.is_file()]
+
     def _timed_out_cells(self, lesson: str, student: str) -> list[str]:
         """Cells that nbgrader interrupted at the time limit, in the graded notebook."""
-        folder = self.workspace / "autograded" / student / lesson
         return [
             cell.metadata.get("nbgrader", {}).get("grade_id", f"cell {index}")
-            for path in sorted(folder.glob("*.ipynb"))
+            for path in self._graded_notebooks(lesson, student)
             for index, cell in enumerate(nbformat.read(path, as_version=4).cells)
             if any(output.get("ename") == "CellTimeoutError" for output in cell.get("outputs", []))
         ]
@@ -363,9 +375,8 @@ class Pipeline:
     def _judged(self, lesson: str, student: str) -> tuple[dict[str, str], float]:
         """The test cells that passed inside the notebook and failed before the independent
         judge (grade_id -> the judge's reason), and the seconds the judge took."""
-        folder = self.workspace / "autograded" / student / lesson
         overruled, seconds = {}, 0.0
-        for path in sorted(folder.glob("*.ipynb")):
+        for path in self._graded_notebooks(lesson, student):
             record = nbformat.read(path, as_version=4).metadata.get(JUDGE_METADATA, {})
             overruled |= record.get("overruled", {})
             seconds += record.get("seconds", 0.0)
@@ -374,10 +385,9 @@ class Pipeline:
     def _left_behind(self, lesson: str, student: str) -> list[str]:
         """What the grading kernels left in the submission's folder and the grader did not keep,
         a line each ("left a symbolic link ...": autograder/submission_files.py)."""
-        folder = self.workspace / "autograded" / student / lesson
         return [
             line
-            for path in sorted(folder.glob("*.ipynb"))
+            for path in self._graded_notebooks(lesson, student)
             for line in nbformat.read(path, as_version=4).metadata.get(FILES_METADATA, [])
         ]
 
