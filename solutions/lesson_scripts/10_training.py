@@ -483,7 +483,9 @@ probe_optimizer = torch.optim.Adam(probe.parameters(), lr=1e-4, betas=(0.9, 0.98
 probe_batch = {name: t.to(DEVICE) for name, t in make_batch(
     *training_pairs("reverse", setup.batch_size, setup.lengths, torch.Generator().manual_seed(1), set()),
     PAD, START, END).items()}  # fmt: skip
-step_seconds = median_seconds(train_step, probe, probe_batch, probe_optimizer, PAD, threads=torch.get_num_threads())
+step_seconds = median_seconds(
+    train_step, probe, probe_batch, probe_optimizer, PAD, threads=torch.get_num_threads()
+)
 print(f"train_step alone, on a batch of {setup.batch_size} made in advance: {step_seconds * 1e3:.0f} ms "
       f"(the median of several calls; torch threads: {torch.get_num_threads()})")  # fmt: skip
 
@@ -572,7 +574,9 @@ fig.tight_layout();
 
 # %% experiment output-varies
 with torch.no_grad():  # every held-out example at once; the last call's weights stay in .attn
-    model.decode(model.encode(held["src"], held["src_mask"]), held["src_mask"], held["tgt_in"], held["tgt_mask"])
+    model.decode(
+        model.encode(held["src"], held["src_mask"]), held["src_mask"], held["tgt_in"], held["tgt_mask"]
+    )
 cross_all = model.decoder.layers[-1].cross_attn.attn.mean(dim=1)  # [B, T, S], the heads' mean
 letters = held["src_mask"].sum(dim=(1, 2, 3))  # [B]: n, each source's length
 rows = torch.arange(letters.numel(), device=letters.device)
@@ -644,8 +648,10 @@ def compare_layer_norms(norm_first: bool, setting: str) -> None:
 
 
 post_start, pre_start = new_model(setup).state_dict(), new_model(setup, norm_first=True).state_dict()
-print("pre-LN starts from the post-LN model's weights:",
-      post_start.keys() == pre_start.keys() and all(torch.equal(post_start[k], pre_start[k]) for k in post_start))  # fmt: skip
+same_start = post_start.keys() == pre_start.keys() and all(
+    torch.equal(post_start[k], pre_start[k]) for k in post_start
+)
+print("pre-LN starts from the post-LN model's weights:", same_start)
 compare_layer_norms(norm_first=False, setting="factor 2, warm-up")
 
 # %% experiment output-varies
@@ -675,9 +681,11 @@ compare_layer_norms(norm_first=True, setting="factor 8, warm-up")
 # the dashed line (the cell computes it from the lengths).
 
 # %% experiment
-mean_letters = sum(range(setup.lengths[0], setup.lengths[1] + 1)) / (setup.lengths[1] - setup.lengths[0] + 1)
+shortest, longest = setup.lengths
+mean_letters = sum(range(shortest, longest + 1)) / (longest - shortest + 1)
 plateau = mean_letters / (mean_letters + 1) * math.log(10)
-print(f"letters guessed among 10, </s> always right: ({mean_letters:.0f}/{mean_letters + 1:.0f}) ln 10 = {plateau:.3f}")
+print(f"letters guessed among 10, </s> always right: ({mean_letters:.0f}/{mean_letters + 1:.0f}) ln 10 "
+      f"= {plateau:.3f}")  # fmt: skip
 fig, axes = plt.subplots(1, len(SETTINGS), figsize=(15, 3.6), sharey=True)
 for ax, setting in zip(axes, SETTINGS, strict=True):
     for norm_first, color in ((False, "tab:blue"), (True, "tab:orange")):

@@ -227,7 +227,8 @@ with torch.no_grad():
 difference = (torch.stack(step_log_probs, dim=1) - full_log_probs).abs().max().item()
 print("log-probabilities differ by less than 1e-5:", difference < 1e-5)
 top_two = full_log_probs.topk(2, dim=-1).values  # [B, L - 1, 2]
-print(f"smallest gap between the two likeliest tokens: {(top_two[..., 0] - top_two[..., 1]).min().item():.3f}")
+gap = (top_two[..., 0] - top_two[..., 1]).min().item()
+print(f"smallest gap between the two likeliest tokens: {gap:.3f}")
 
 # %% [markdown]
 # ## How much faster? Time against the output length
