@@ -14,6 +14,12 @@ the notebook and fails here gets the judge's failure as an error output (nbgrade
 ``JUDGE_METADATA`` for the instructor's report ("tampering suspected"). A cell that failed
 in the notebook stays failed. The judge is deliberately no stricter than the notebook: where
 it cannot see something (an input changed in place), the notebook's verdict stands.
+
+Both runs test the same thing: the judge chooses the notebook's hidden seed (COURSE_HIDDEN_SEED
+when the grader's environment sets it, else a new one) and has the kernel set it before any cell
+runs, and its own runs draw from it too, so a hidden test draws the same sizes and values twice
+and an honest mistake fails (or passes) in both. The learner's exercises call each other in the
+kernel, in both runs: the judge reaches only the name the test cell uses.
 """
 
 import builtins
@@ -31,11 +37,13 @@ from nbformat import NotebookNode
 
 from autograder.checks.core import CheckFailure
 from autograder.grading import grading_imports, lesson_of
-from autograder.remote import Channel, Endpoint, models_read_only
+from autograder.hidden.core import SEED_VARIABLE, new_seed, seeded
+from autograder.remote import Channel, Endpoint, Refused, models_read_only
 
 JUDGE_METADATA = "course_judge"
 CONNECT_TIMEOUT_S = 20  # for the kernel to start serving; it is idle, so this is generous
 SERVE = "__import__('autograder.remote', fromlist=['serve']).serve({path!r}, globals())"
+SEED = "__import__('os').environ[{variable!r}] = {seed!r}"  # the kernel's hidden tests draw from it
 
 
 class _LearnerNames(dict):
@@ -55,12 +63,15 @@ class _LearnerNames(dict):
             raise KeyError(name) from None
 
 
-def run_test_cell(source: str, grade_id: str, namespace: dict, endpoint: Endpoint) -> str | None:
-    """None when the test cell passes against the learner's code at ``endpoint``, else why not."""
+def run_test_cell(source: str, grade_id: str, namespace: dict, endpoint: Endpoint, seed: int) -> str | None:
+    """None when the test cell passes against the learner's code at ``endpoint``, its hidden tests
+    drawing from ``seed``, else why not."""
     names = _LearnerNames(endpoint, namespace)
     try:
-        with contextlib.redirect_stdout(io.StringIO()):
+        with contextlib.redirect_stdout(io.StringIO()), seeded(seed):
             exec(compile(source, f"<test cell {grade_id}>", "exec"), dict(namespace), names)  # noqa: S102
+    except Refused as refusal:
+        return f"the kernel sent the judge something it refuses: {refusal}"
     except TimeoutError:
         return "the learner's code did not answer the judge in time"
     except ConnectionError:
@@ -80,6 +91,7 @@ class Judge:
     sandbox's private folder, which the kernel can reach); the judge runs the same test cell
     against them, says goodbye and waits for the kernel to be idle again. So the judge sees
     the learner's definitions exactly as the test cell saw them, not as later cells left them.
+    It is made before the notebook's first cell runs, and gives the kernel the hidden seed then.
     """
 
     def __init__(self, executor, lesson: str, folder: Path | None):
@@ -97,6 +109,15 @@ class Judge:
         self.unanswered: str | None = None
         self.overruled: dict[str, str] = {}
         self.seconds = 0.0  # spent judging, for the instructor's progress line
+        self.seed = new_seed()
+        self._give_seed()
+
+    def _give_seed(self) -> None:
+        """Have the kernel's hidden tests draw from the judge's seed (before any cell ran there)."""
+        code = SEED.format(variable=SEED_VARIABLE, seed=str(self.seed))
+        msg_id = self.executor.kc.execute(code, silent=True, store_history=False)
+        if not self._wait_idle(msg_id, CONNECT_TIMEOUT_S):
+            self.unanswered = "the kernel did not take the hidden tests' seed from the judge"
 
     def close(self, nb: NotebookNode) -> None:
         """Record the overruled cells in the notebook's metadata; release the socket."""
@@ -137,7 +158,7 @@ class Judge:
             channel = Channel(connection)
             channel.deadline = time.monotonic() + self.timeout_s
             endpoint = Endpoint(channel, guard=models_read_only)
-            verdict = run_test_cell(source, grade_id, self.namespace, endpoint)
+            verdict = run_test_cell(source, grade_id, self.namespace, endpoint, self.seed)
             with contextlib.suppress(OSError):
                 endpoint.say_goodbye()
             connection.close()

@@ -12,6 +12,11 @@ shape (never a pickle, so nothing received can run code). Any other object stays
 lives and crosses as a handle: the far end sees a ``RemoteObject`` and uses it as if it
 were local (``module.w_q.weight``, ``layer(x)``, ``isinstance(layer, nn.Linear)``).
 
+Only plain data and real tensors cross as values. What kind of object a value is, is read from
+its type, never from the ``__class__`` it claims; a handle may stand in for a ``torch.nn`` module
+class (so that ``isinstance`` holds), which it names, but never for a tensor: an end that sends a
+handle naming a tensor class is refused (``Refused``), as no honest end sends one.
+
 Each end decides what the other may do with its objects (``Guard``): the kernel's end allows
 everything (it is the learner's own code); the judge's end lets the learner's code call only
 the forward methods of the models it was handed.
@@ -48,9 +53,16 @@ _DTYPES = {
     for dtype in vars(torch).values()
     if isinstance(dtype, torch.dtype)
 }
-# the torch classes a handle may stand in for, so that isinstance(handle, nn.Linear) holds
+
+
+def _name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+# the torch classes a handle may stand in for, so that isinstance(handle, nn.Linear) holds: modules
+# only, whose every use goes through the handle's attributes (a tensor crosses as its data)
 _STAND_INS = {
-    f"{cls.__module__}.{cls.__qualname__}": cls for cls in vars(nn).values() if isinstance(cls, type)
+    _name(cls): cls for cls in vars(nn).values() if isinstance(cls, type) and issubclass(cls, nn.Module)
 }
 _STAND_INS["torch.nn.modules.module.Module"] = nn.Module
 # a parameter's kind crosses as its number, 0 to 4
@@ -69,6 +81,23 @@ class RemoteError(Exception):
 
 class ChannelClosed(ConnectionError):
     """The other end went away (its process ended, or it closed the connection)."""
+
+
+class Refused(BaseException):
+    """The other end sent what no honest end sends (a handle that names a tensor class).
+
+    Not an ``Exception``: no ``except Exception`` on the way (a check's, around the learner's
+    code) takes it for the learner's code raising; it ends the request that received it."""
+
+
+def _tensor_classes() -> set[str]:
+    """The names of every tensor class known here: torch.Tensor, its base and its subclasses."""
+    found, waiting = {_name(cls) for cls in torch.Tensor.__mro__ if cls is not object}, [torch.Tensor]
+    while waiting:
+        cls = waiting.pop()
+        found.add(_name(cls))
+        waiting += cls.__subclasses__()
+    return found
 
 
 def _error(kind: str, message: str) -> Exception:
@@ -214,7 +243,9 @@ class Endpoint:
     def _encode(self, value: Any, tensors: list[bytes]) -> Any:
         if value is None or isinstance(value, bool | int | float | str):
             return value
-        if isinstance(value, torch.Tensor):
+        if issubclass(type(value), RemoteObject) and value._endpoint is self:  # by type: see __class__
+            return {"yours": value._handle}
+        if issubclass(type(value), torch.Tensor):  # its type: an object's __class__ may claim one
             tensors.append(_tensor_bytes(value))
             self._sent[id(value)] = value  # alive for the session, so that its id names only it
             return {
@@ -242,8 +273,6 @@ class Endpoint:
             return {"slice": [self._encode(part, tensors) for part in (value.start, value.stop, value.step)]}
         if value is Ellipsis:
             return {"ellipsis": True}
-        if isinstance(value, RemoteObject) and value._endpoint is self:
-            return {"yours": value._handle}
         if inspect.isgenerator(value) or type(value).__name__ in {"dict_keys", "dict_values", "dict_items"}:
             items = []
             for item in value:
@@ -259,7 +288,7 @@ class Endpoint:
             handle = len(self._exported) + 1
             self._exported[handle] = value
             self._handles[id(value)] = handle
-        kinds = [f"{cls.__module__}.{cls.__qualname__}" for cls in type(value).__mro__]
+        kinds = [_name(cls) for cls in type(value).__mro__]
         return {"mine": handle, "kinds": kinds, "name": type(value).__name__}
 
     def _decode(self, data: Any, tensors: list[bytes]) -> Any:
@@ -308,6 +337,14 @@ class Endpoint:
         if key == "mine":
             handle = int(body)
             if handle not in self._proxies:
+                tensor_classes = _tensor_classes()
+                claimed = next((kind for kind in data["kinds"] if kind in tensor_classes), None)
+                if claimed is not None:
+                    raise Refused(
+                        f"a handle to a {data['name']} that claims to be a {claimed}: only plain data "
+                        "and real tensors come back, a tensor as its data, and a type claimed by name "
+                        "is never trusted"
+                    )
                 stand_in = next((_STAND_INS[kind] for kind in data["kinds"] if kind in _STAND_INS), None)
                 self._proxies[handle] = _proxy_class(str(data["name"]))(
                     self, handle, str(data["name"]), stand_in
@@ -411,7 +448,7 @@ class RemoteObject:
     """An object that lives at the other end, used as if it were here.
 
     Attribute reads, calls, indexing, ``len``, ``iter`` and ``inspect.signature`` are
-    forwarded; ``isinstance`` sees the nearest ``torch.nn`` class of the real object.
+    forwarded; ``isinstance`` sees the nearest ``torch.nn`` module class of the real object.
     """
 
     __slots__ = ("_endpoint", "_handle", "_name", "_stand_in")

@@ -12,12 +12,17 @@ honest learner never loses a point to it.
 import re
 import socket
 import threading
+from types import SimpleNamespace
 from unittest import mock
 
 import pytest
+from jupyter_client.manager import AsyncKernelManager
+from jupyter_core.utils import run_sync
 
 from autograder import grading
 from autograder.checks import CheckFailure
+from autograder.hidden.core import SEED_VARIABLE
+from autograder.judge import Judge, run_test_cell
 from autograder.lessons import EXERCISES
 from autograder.remote import Channel, Endpoint, models_read_only
 from tests.alternatives import ALTERNATIVES
@@ -110,3 +115,64 @@ def test_the_judge_agrees_with_the_checks(exercise, kind, which, monkeypatch):
     implementation = _implementation(exercise, kind, which)
     in_place = kind == "mistake" and "in place" in which.name
     _same_or_lenient(_verdicts(exercise, implementation), _judged(exercise, implementation), in_place)
+
+
+def _served(namespace: dict) -> Endpoint:
+    """The judge's endpoint to ``namespace``, served as a kernel serves it, in a thread."""
+    ours, theirs = socket.socketpair()
+    threading.Thread(target=Endpoint(Channel(theirs), namespace).serve, daemon=True).start()
+    return Endpoint(Channel(ours), guard=models_read_only)
+
+
+def test_the_judges_run_draws_the_seed_it_is_given(monkeypatch):
+    """Whatever the grader's own environment says: the seed is the one the kernel was given."""
+    monkeypatch.setenv(SEED_VARIABLE, "5")
+    source = "from autograder.hidden.core import Fresh\nassert Fresh().seed == 1234, Fresh().seed"
+    assert run_test_cell(source, "test_seed", {}, _served({}), seed=1234) is None
+
+
+class _ParameterByName:
+    """A learner's class that names itself after torch's Parameter."""
+
+
+_ParameterByName.__module__, _ParameterByName.__qualname__ = "torch.nn.parameter", "Parameter"
+
+
+def test_a_value_that_claims_a_tensor_class_fails_the_cell_with_the_judges_reason():
+    """Refused by design, with its reason (it once ended in a RecursionError inside the judge)."""
+    test = grading.table("03_attention")[0]
+
+    def attention(*args, **kwargs):
+        return _ParameterByName(), _ParameterByName()
+
+    endpoint = _served({test.exercise: attention})
+    verdict = run_test_cell(test.visible, test.grade_id, grading.grading_imports("03_attention"), endpoint, 1)
+    endpoint.say_goodbye()
+    assert verdict is not None and verdict.startswith("the kernel sent the judge something it refuses: ")
+    assert "claims to be a torch.nn.parameter.Parameter" in verdict and "Recursion" not in verdict
+
+
+@pytest.fixture
+def kernel():
+    """A kernel of the course's environment, as nbgrader's Execute step holds it (km, kc, timeout)."""
+    manager = AsyncKernelManager(kernel_name="python3")
+    run_sync(manager.start_kernel)()
+    client = manager.client()
+    client.start_channels()
+    run_sync(client.wait_for_ready)(timeout=120)
+    yield SimpleNamespace(km=manager, kc=client, timeout=60)
+    client.stop_channels()
+    run_sync(manager.shutdown_kernel)(now=True)
+
+
+def test_the_kernel_draws_the_seed_the_judge_draws(kernel, tmp_path, monkeypatch):
+    """By construction: the judge gives the kernel its seed before any cell runs, and its own run
+    of a test cell draws from it too (the grader's environment sets none here)."""
+    monkeypatch.delenv(SEED_VARIABLE, raising=False)
+    judge = Judge(kernel, "03_attention", tmp_path)
+    cell = "from autograder.hidden.core import Fresh\nkernel_seed = Fresh().seed"
+    run_sync(kernel.kc.execute_interactive)(cell, timeout=60)
+    drawn = "from autograder.hidden.core import Fresh\nassert Fresh().seed == kernel_seed, Fresh().seed"
+    assert judge.verdict(drawn, "test_seed") is None
+    assert judge.verdict(f"assert kernel_seed == {judge.seed}", "test_seed") is None
+    judge.close(SimpleNamespace(metadata={}))

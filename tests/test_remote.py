@@ -3,6 +3,7 @@
 import inspect
 import json
 import pickle
+import re
 import socket
 import struct
 import threading
@@ -13,7 +14,8 @@ import pytest
 import torch
 from torch import nn
 
-from autograder.remote import Channel, Endpoint, RemoteError, models_read_only
+from autograder.checks import CheckFailure, core
+from autograder.remote import Channel, Endpoint, Refused, RemoteError, models_read_only
 
 
 class Learner(nn.Module):
@@ -67,6 +69,32 @@ class Model(nn.Module):
         return src + 1
 
 
+class ClaimsParameter:
+    """A learner's class that names itself after torch's Parameter."""
+
+
+ClaimsParameter.__module__, ClaimsParameter.__qualname__ = "torch.nn.parameter", "Parameter"
+
+
+class LyingClass:
+    """A learner's object whose ``__class__`` says that it is a parameter."""
+
+    @property
+    def __class__(self):  # noqa: D105
+        return nn.Parameter
+
+    def detach(self):
+        raise AssertionError("read as a tensor, by the __class__ it claims")
+
+
+class KernelTensor(torch.Tensor):
+    """A subclass of torch.Tensor defined in the learner's kernel."""
+
+
+def kernel_tensor():
+    return torch.arange(3.0).as_subclass(KernelTensor)
+
+
 @pytest.fixture
 def judge():
     """The judge's endpoint, and the kernel's serving the names above in a thread."""
@@ -74,6 +102,11 @@ def judge():
     namespace = {"Learner": Learner, "not_written": not_written, "own_error": own_error, "echo": echo}
     namespace |= {"greedy": greedy, "shared": nn.Linear(2, 2), "is_kernel_weight": is_kernel_weight}
     namespace["twice"] = nn.ModuleList([namespace["shared"], namespace["shared"]])
+    namespace |= {
+        "ClaimsParameter": ClaimsParameter,
+        "LyingClass": LyingClass,
+        "kernel_tensor": kernel_tensor,
+    }
     kernel = Endpoint(Channel(theirs), namespace)
     thread = threading.Thread(target=kernel.serve, daemon=True)
     thread.start()
@@ -194,6 +227,36 @@ def _kernel_view_of(model: nn.Module):
     thread = threading.Thread(target=judge_side.serve, daemon=True)
     thread.start()
     return kernel_side._decode(judge_side._export(model), [])
+
+
+def test_a_handle_that_names_a_tensor_class_is_refused(judge):
+    """Only plain data and real tensors come back: a handle naming nn.Parameter once stood in for
+    one, and the judge, sending it back as a tensor, recursed until Python stopped it."""
+    with pytest.raises(Refused, match=r"claims to be a torch\.nn\.parameter\.Parameter: only plain data"):
+        judge.request("get", name="ClaimsParameter")()
+    assert judge.request("get", name="echo")(1) == ((1,), {})  # the connection goes on
+
+
+CLAIMS = ["torch.Tensor", "torch._C.TensorBase", "torch.nn.parameter.Buffer", "torch.nn.parameter.Parameter"]
+
+
+@pytest.mark.parametrize("claim", CLAIMS)
+def test_a_forged_handle_that_names_a_tensor_class_is_refused(claim):
+    endpoint = Endpoint(Channel(socket.socketpair()[0]))
+    with pytest.raises(Refused, match=f"claims to be a {re.escape(claim)}: .* never trusted"):
+        endpoint._decode({"mine": 1, "kinds": ["x.Forged", claim, "builtins.object"], "name": "Forged"}, [])
+
+
+def test_an_object_is_what_its_type_says_not_what_its_class_attribute_claims(judge):
+    value = judge.request("get", name="LyingClass")()
+    assert type(value).__name__ == "LyingClass" and not isinstance(value, torch.Tensor)
+    with pytest.raises(CheckFailure, match="expected the output to be a torch.Tensor, got LyingClass"):
+        core.expect_tensor("exercise", "the output", value)
+
+
+def test_a_tensor_subclass_from_the_kernel_arrives_as_a_plain_tensor(judge):
+    value = judge.request("get", name="kernel_tensor")()
+    assert type(value) is torch.Tensor and torch.equal(value, torch.arange(3.0))
 
 
 def test_nothing_received_is_unpickled(tmp_path):

@@ -4,11 +4,17 @@ Every hidden test draws new sizes and values on each run, so that an answer hard
 the visible checks' inputs fails. The seed it drew is printed in its failure message;
 setting ``COURSE_HIDDEN_SEED`` to that number makes every hidden test draw exactly the
 same sizes and values again, so an instructor can replay a learner's failure.
+
+While grading, the judge (autograder/judge.py) chooses one seed per notebook and has the
+kernel set ``COURSE_HIDDEN_SEED`` to it before any cell runs; the judge's own runs of the
+test cells draw from the same seed (``seeded``), so both test the same sizes and values.
 """
 
+import contextlib
+import contextvars
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -17,9 +23,10 @@ from autograder.checks.core import CheckFailure
 from autograder.checks.device import DEVICE, DTYPE
 
 SEED_VARIABLE = "COURSE_HIDDEN_SEED"
+_GIVEN: contextvars.ContextVar[int | None] = contextvars.ContextVar("hidden_seed", default=None)
 
 
-def _seed() -> int:
+def new_seed() -> int:
     """The seed in COURSE_HIDDEN_SEED when it is set, else a new one from the operating system."""
     given = os.environ.get(SEED_VARIABLE, "").strip()
     if not given:
@@ -29,11 +36,24 @@ def _seed() -> int:
     return int(given)
 
 
+@contextlib.contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Inside the block, in this thread, every ``Fresh`` draws from ``seed``, whatever
+    COURSE_HIDDEN_SEED says (the judge's runs, in the grader's process)."""
+    token = _GIVEN.set(seed)
+    try:
+        yield
+    finally:
+        _GIVEN.reset(token)
+
+
 class Fresh:
-    """A random source for one hidden test: a new seed on every run, unless one is given."""
+    """A random source for one hidden test: a new seed on every run, unless one is given
+    (by ``seeded``, else by COURSE_HIDDEN_SEED)."""
 
     def __init__(self) -> None:
-        self.seed = _seed()
+        given = _GIVEN.get()
+        self.seed = new_seed() if given is None else given
         self.generator = torch.Generator().manual_seed(self.seed)
 
     def size(self, low: int, high: int) -> int:
