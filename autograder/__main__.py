@@ -119,6 +119,18 @@ def main(argv: list[str] | None = None) -> int:
         help="open files per process (default: %(default)s)",
     )
     limits.add_argument(
+        "--folder-mib",
+        type=int,
+        default=Limits.folder_mib,
+        help="MiB kept of the files a submission's kernel leaves in its folder (default: %(default)s)",
+    )
+    limits.add_argument(
+        "--folder-files",
+        type=int,
+        default=Limits.folder_files,
+        help="files and folders kept of what a submission's kernel leaves (default: %(default)s)",
+    )
+    limits.add_argument(
         "--tasks",
         type=int,
         default=Limits.tasks,
@@ -171,7 +183,13 @@ def main(argv: list[str] | None = None) -> int:
     _add_jobs(demo_parser)
     args = parser.parse_args(argv)
 
-    sandbox = None if args.unsafe else Limits(args.memory_gib, args.cpu_s, args.open_files, args.tasks)
+    sandbox = (
+        None
+        if args.unsafe
+        else Limits(
+            args.memory_gib, args.cpu_s, args.open_files, args.tasks, args.folder_mib, args.folder_files
+        )
+    )
     warm = not args.cold_kernels
     try:
         if args.step == "demo":

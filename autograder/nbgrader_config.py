@@ -21,7 +21,6 @@ from autograder.lessons import SOURCE
 from autograder.nbgrader_steps import use_course_steps
 from autograder.overwrite import RestoringOverwriteCells
 from autograder.sandbox import CourseExecute, Limits, SandboxedExecute
-from autograder.submission_files import Caps
 from autograder.zygote import WarmExecute
 
 # nbgrader runs the `alembic` command when it creates a gradebook, and jupyter_client starts
@@ -83,10 +82,10 @@ def keeping_going() -> Config:
     return c
 
 
-def sandboxed(workspace: Path, limits: Limits, warm: bool = True, caps: Caps = Caps()) -> Config:  # noqa: B008
+def sandboxed(workspace: Path, limits: Limits, warm: bool = True) -> Config:
     """Autograding with every kernel in the sandbox (autograder/sandbox.py): the workspace hidden
     but for the submission's own folder, no network, ``limits`` on memory and CPU time, and
-    ``caps`` on what it may leave in its folder (autograder/submission_files.py). Warm:
+    caps on what it may leave in its folder (autograder/submission_files.py). Warm:
     each kernel forked from a zygote that has imported torch and the checks once per grading
     process (autograder/zygote.py); cold: each kernel started and importing on its own."""
     c = executed_by(WarmExecute if warm else SandboxedExecute)
@@ -96,8 +95,8 @@ def sandboxed(workspace: Path, limits: Limits, warm: bool = True, caps: Caps = C
     manager.cpu_s = limits.cpu_s
     manager.open_files = limits.open_files
     manager.tasks = limits.tasks
-    manager.folder_mib = caps.mib
-    manager.folder_files = caps.files
+    manager.folder_mib = limits.folder_mib
+    manager.folder_files = limits.folder_files
     return c
 
 

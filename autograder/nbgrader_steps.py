@@ -102,6 +102,15 @@ class CourseFeedback(GenerateFeedback, NoFollowSteps):
     def init_assignment(self, assignment_id: str, student_id: str) -> None:
         """Nothing to prepare: no file but the pages goes into the feedback folder."""
 
+    def init_notebooks(self) -> None:
+        """nbgrader's list of the graded notebooks, less any that was not handed in: a notebook
+        the kernel itself left in its folder is not one of the submission's, and has no grades."""
+        super().init_notebooks()
+        for folder, found in self.assignments.items():
+            student, lesson = Path(folder).parts[-2:]
+            handed_in = Path(self.coursedir.format_path(self.coursedir.submitted_directory, student, lesson))
+            self.assignments[folder] = [path for path in found if (handed_in / Path(path).name).is_file()]
+
 
 def use_course_steps() -> None:
     """Make nbgrader's API (the pipeline's, the Formgrader's) and its `autograde` and

@@ -68,6 +68,13 @@ class Limits:
     # processes and threads of the whole kernel (a cgroup's pids.max, where one can be made):
     # a kernel runs about 10 threads of its own plus one per core for PyTorch
     tasks: int = 512
+    # what the grader keeps of the files a kernel leaves in its folder (submission_files.Caps)
+    folder_mib: int = Caps.mib
+    folder_files: int = Caps.files
+
+    def caps(self) -> Caps:
+        """The caps on what the grader keeps of a kernel's folder."""
+        return Caps(mib=self.folder_mib, files=self.folder_files)
 
 
 # What a sandbox's own imports take of its memory group before a cell runs, with room to
@@ -121,8 +128,19 @@ def sandbox_user() -> tuple[int, int]:
 def give_to_sandbox(folder: Path) -> None:
     """Make ``folder`` and everything in it the sandbox user's, so that a kernel can write there
     (links themselves, never what they point to); nothing to do when that user is the grader."""
-    uid, gid = sandbox_user()
-    if uid == os.geteuid():
+    _give(folder, *sandbox_user())
+
+
+def take_back(folder: Path) -> None:
+    """Make ``folder`` and everything in it the grader's again, once no process of the sandbox
+    is left: no file the grader keeps stays writable by the sandbox's user."""
+    _give(folder, os.geteuid(), os.getegid())
+
+
+def _give(folder: Path, uid: int, gid: int) -> None:
+    """chown ``folder`` and everything in it (links themselves, never what they point to),
+    unless the sandbox's user is the grader (then there is nothing to change)."""
+    if sandbox_user()[0] == os.geteuid():
         return
     os.chown(folder, uid, gid, follow_symlinks=False)
     for parent, folders, files in os.walk(folder):
@@ -377,7 +395,9 @@ class SandboxedKernelManager(AsyncKernelManager):
     left_behind: list[str] = []  # what the kernel left and was not kept: replaced, never changed
 
     def limits(self) -> Limits:
-        return Limits(self.memory_gib, self.cpu_s, self.open_files, self.tasks)
+        return Limits(
+            self.memory_gib, self.cpu_s, self.open_files, self.tasks, self.folder_mib, self.folder_files
+        )
 
     def hit_memory_cap(self) -> bool:
         """Whether the memory group's OOM killer ended a process of this kernel's sandbox (ask
@@ -436,8 +456,8 @@ class SandboxedKernelManager(AsyncKernelManager):
             if self._group is not None:
                 remove_group(self._group)  # once no process of the sandbox is left
                 self._group = None
-            caps = Caps(mib=self.folder_mib, files=self.folder_files)
-            self.left_behind = [*self.left_behind, *clean(self._workdir, caps)]
+            self.left_behind = [*self.left_behind, *clean(self._workdir, self.limits().caps())]
+            take_back(self._workdir)
 
     # nbclient calls the public name after a kernel died; the base class bound it to its own method
     cleanup_resources = _async_cleanup_resources
@@ -518,6 +538,8 @@ class CourseExecute(Execute):
         except DeadKernelError as error:
             exited_in = getattr(self, "_exited_in", None)
             where = f"after exit() in {exited_in}" if exited_in else f"while running {describe(cell, index)}"
+            if getattr(self.km, "hit_memory_cap", lambda: False)():
+                where += f" (it reached the sandbox's memory cap of {self.km.limits().memory_gib:g} GiB)"
             raise GradingStopped(f"the kernel exited {where}") from error
         except CellTimeoutError as error:  # interrupted at the time limit, and it went on running
             raise GradingStopped(

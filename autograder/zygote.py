@@ -504,8 +504,8 @@ class ZygoteProvisioner(LocalProvisioner):
         ZYGOTES.release(zygote)
         try:
             if self.inside is not None:
-                manager = self.parent
-                manager.left_behind = submission_files.mirror(self.inside, self.folder, manager.caps())
+                caps = self.parent.limits().caps()
+                self.parent.left_behind = submission_files.mirror(self.inside, self.folder, caps)
         finally:
             ZYGOTES.home.empty()
 
@@ -529,14 +529,13 @@ class WarmKernelManager(AsyncKernelManager):
     left_behind: list[str] = []  # what the kernel left and was not kept: replaced, never changed
 
     def limits(self) -> Limits:
-        return Limits(self.memory_gib, self.cpu_s, self.open_files, self.tasks)
+        return Limits(
+            self.memory_gib, self.cpu_s, self.open_files, self.tasks, self.folder_mib, self.folder_files
+        )
 
     def hit_memory_cap(self) -> bool:
         """Whether the memory cap ended a process of this kernel's sandbox (ZygoteProvisioner's)."""
         return isinstance(self.provisioner, ZygoteProvisioner) and self.provisioner.hit_memory_cap()
-
-    def caps(self) -> Caps:
-        return Caps(mib=self.folder_mib, files=self.folder_files)
 
     async def _async_pre_start_kernel(self, **kw):
         self.private = ZYGOTES.home.private_folder()

@@ -42,12 +42,18 @@ def test_cold_kernels_and_every_limit_reach_the_pipeline(opened):
             "77",
             "--tasks",
             "33",
+            "--folder-mib",
+            "5",
+            "--folder-files",
+            "6",
             "feedback",
         ]
     )
     assert [call["warm"] for call in opened] == [True, False]
     assert opened[0]["sandbox"] == Limits()
-    assert opened[1]["sandbox"] == Limits(memory_gib=2.0, cpu_s=9, open_files=77, tasks=33)
+    assert opened[1]["sandbox"] == Limits(
+        memory_gib=2.0, cpu_s=9, open_files=77, tasks=33, folder_mib=5, folder_files=6
+    )
 
 
 def test_the_demo_never_deletes_a_folder_it_did_not_make(tmp_path, capsys):

@@ -11,6 +11,8 @@ import hashlib
 import os
 import re
 import socket
+import sqlite3
+import stat
 import subprocess
 import threading
 import zipfile
@@ -22,13 +24,20 @@ import pytest
 from autograder import lessons
 from autograder.make_samples import filled
 from autograder.pipeline import Pipeline
-from autograder.sandbox import Limits, pids_cgroups
+from autograder.sandbox import Limits, cgroup_root, pids_cgroups
+from autograder.submission_files import Caps
 
 LESSON = "01_embedding"
 HONEST = ("abe", "zoe")  # graded first and last
 MARKER = "4242.4242"  # in the command line of every process an attack leaves behind
 CHECKS_FILE = lessons.ROOT / "autograder" / "checks" / "attention.py"
 SECRET = Path.home() / f".course-hostile-secret-{os.getpid()}"  # a key in the instructor's home
+# The grader's own secret in its environment (a PostgreSQL gradebook's password, say)
+GRADER_PASSWORD = f"pg-password-{os.getpid()}"
+MEMORY_GROUPS = cgroup_root("memory") is not None  # where not, shared memory is not capped
+KEY = f"course-hostile-key-{os.getpid()}"  # what one student leaves in the keyring for another
+# system call numbers of add_key and keyctl, by machine
+KEYRING_CALLS = {"x86_64": (248, 250), "aarch64": (217, 219)}[os.uname().machine]
 
 ATTACKS = {
     "deleter": """
@@ -96,6 +105,109 @@ print("x" * 20_000_000)
     "tmp_writer": """
 with open("/tmp/course-hostile-tmp-writer", "w") as handle:
     handle.write("left behind")
+""",
+    "env_spy": """
+import os
+print("environment:", sorted(os.environ.items()))
+""",
+    "root_reader": """
+import os
+print("uid", os.getuid())
+try:
+    open("/etc/shadow").read()
+    print("shadow read")
+except OSError as error:
+    print("shadow refused:", type(error).__name__)
+""",
+    "scripter": """
+class Page:
+    def _repr_html_(self):
+        script = "<script>console.log('CANARY')</script>"
+        return "<b>hi</b>" + script + "<img src=x onerror=\\"document.title='PWNED'\\">"
+
+    def _repr_javascript_(self):
+        return "console.log('CANARY')"
+
+
+display(Page())
+""",
+    "shm_hog": """
+import mmap
+size = 5 * 2**30
+shared = mmap.mmap(-1, size)
+for offset in range(0, size, 4096):
+    shared[offset] = 1
+print("wrote", size)
+""",
+}
+
+# What a kernel leaves in its own folder (the copy-back, nbgrader's permission and feedback
+# steps read it with the instructor's permissions); each attack keeps the right solution.
+VICTIM = Path.home() / f".course-hostile-victim-{os.getpid()}"  # a file of the instructor's, mode 0751
+LEFT_BEHIND = {
+    "linker": """
+import os
+os.remove("embedding.ipynb")
+os.symlink("../../../gradebook.db", "embedding.ipynb")
+""",
+    "chmodder": f"""
+import os
+os.symlink({str(VICTIM)!r}, "notes.txt")
+""",
+    "thief": """
+import os
+os.symlink("../../../gradebook.db", "answers.txt")
+""",
+    "folder_linker": """
+import os
+os.symlink("../../..", "everything")
+""",
+    "zero_linker": """
+import os
+os.symlink("/dev/zero", "zeros.bin")
+""",
+    "hard_linker": """
+import os
+os.link("embedding.ipynb", "twin.ipynb")
+try:
+    os.link("/etc/passwd", "passwd")
+except OSError as error:
+    print("hard link refused:", type(error).__name__)
+""",
+    "fifo_maker": """
+import os
+os.mkfifo("pipe")
+""",
+    "flooder": """
+import os
+os.mkdir("many")
+for index in range(3000):
+    with open(f"many/{index:04d}.txt", "w") as handle:
+        handle.write("x")
+""",
+    "sparse_writer": """
+with open("big.bin", "wb") as handle:
+    handle.truncate(2**30)
+""",
+}
+
+# One student leaves the right solution in the user keyring; a later one (graded after it,
+# by name) uses it if it finds it, and hands in a wrong answer otherwise.
+KEYRING = {
+    "keyring_a_writer": f"""
+import ctypes
+_answer = {{answer!r}}.encode()
+_libc = ctypes.CDLL(None, use_errno=True)
+print("add_key:", _libc.syscall({KEYRING_CALLS[0]}, b"user", {KEY!r}.encode(), _answer, len(_answer), -4))
+""",
+    "keyring_b_reader": f"""
+import ctypes
+_libc = ctypes.CDLL(None, use_errno=True)
+_key = _libc.syscall({KEYRING_CALLS[1]}, 10, -4, b"user", {KEY!r}.encode(), 0)  # KEYCTL_SEARCH
+_found = ctypes.create_string_buffer(100_000)
+_length = _libc.syscall({KEYRING_CALLS[1]}, 11, _key, _found, 100_000) if _key > 0 else -1  # KEYCTL_READ
+print("keyctl:", _key, _length)
+exec(_found.raw[:_length].decode() if _length > 0 else WRONG_SOLUTION)
 """,
 }
 
@@ -252,6 +364,11 @@ def graded(tmp_path_factory, request):
     inbox = tmp / "inbox"
     notebooks = {student: filled(LESSON) for student in HONEST}
     notebooks |= {name: _attacker(code.replace("PORT", str(port))) for name, code in ATTACKS.items()}
+    notebooks |= {name: _attacker(code) for name, code in LEFT_BEHIND.items()}
+    right = next(c.source for c in filled(LESSON).cells if c.metadata.get("nbgrader", {}).get("solution"))
+    notebooks["keyring_a_writer"] = _attacker(KEYRING["keyring_a_writer"].replace("{answer!r}", repr(right)))
+    reader = KEYRING["keyring_b_reader"].replace("WRONG_SOLUTION", repr(WRONG))
+    notebooks["keyring_b_reader"] = _attacker(reader, replace=True)
     notebooks |= {name: _attacker(code, replace=True) for name, code in SHORTCUTS.items()}
     notebooks |= {name: edit() for name, edit in EDITED.items()}
     for student, nb in notebooks.items():
@@ -261,19 +378,28 @@ def graded(tmp_path_factory, request):
     repository = _digest(lessons.ROOT.glob("autograder/**/*.py"))
     SECRET.write_text("the instructor's token")
     request.addfinalizer(lambda: SECRET.unlink(missing_ok=True))
+    VICTIM.write_text("the instructor's script")
+    VICTIM.chmod(0o751)
+    request.addfinalizer(lambda: VICTIM.unlink(missing_ok=True))
+    os.environ["PGPASSWORD"] = GRADER_PASSWORD  # read when the grader starts its kernels
+    request.addfinalizer(lambda: os.environ.pop("PGPASSWORD", None))
     pipeline = Pipeline(tmp / "workspace", release=tmp / "release", log=lambda *_: None, cell_timeout_s=15)
     pipeline.release([LESSON])
     pipeline.collect_folder(inbox)
     pipeline.collect_zip(_intake_zip(tmp), LESSON)
     submitted = _digest(pipeline.submitted.rglob("*"))
     pipeline.autograde()
+    feedback = pipeline.feedback()
     stop.set()
     return {
         "pipeline": pipeline,
         "repository": repository,
         "submitted": submitted,
+        "feedback": feedback,
+        "grades": pipeline.export(tmp / "workspace" / "grades.csv").read_text(),
         "received": received,
         "leftovers": _leftovers(),
+        "keys": Path("/proc/keys").read_text(),
         "tmp": tmp,
     }
 
@@ -338,6 +464,21 @@ EARNED = {
     "test_deleter": 3.0,
     "kernel_renamer": 3.0,
     "twin": 3.0,
+    "env_spy": 3.0,
+    "root_reader": 3.0,
+    "scripter": 3.0,  # its page shows, and runs nothing
+    "shm_hog": 0.0 if MEMORY_GROUPS else 3.0,
+    "linker": 3.0,  # whatever a kernel leaves in its folder costs it nothing, and gains it nothing
+    "chmodder": 3.0,
+    "thief": 3.0,
+    "folder_linker": 3.0,
+    "zero_linker": 3.0,
+    "hard_linker": 3.0,
+    "fifo_maker": 3.0,
+    "flooder": 3.0,
+    "sparse_writer": 3.0,
+    "keyring_a_writer": 3.0,
+    "keyring_b_reader": 1.0,  # found nothing in the keyring: its own wrong answer
 }
 
 # What the instructor's report says about each student (every line, in part); nobody else is named.
@@ -378,7 +519,27 @@ REPORTED = {
     ],
     "?": [f"{LESSON}_.._attempt_2026-11-20-10-00-00_embedding.ipynb: '..' is not a student id"],
     "whale": ["whale_embedding.ipynb is 200 MiB, over the 50 MiB limit; not graded"],
-}
+    "linker": ["left a symbolic link `embedding.ipynb` -> `../../../gradebook.db`: not kept"],
+    "chmodder": [f"left a symbolic link `notes.txt` -> `{VICTIM}`: not kept"],
+    "thief": ["left a symbolic link `answers.txt` -> `../../../gradebook.db`: not kept"],
+    "folder_linker": ["left a symbolic link `everything` -> `../../..`: not kept"],
+    "zero_linker": ["left a symbolic link `zeros.bin` -> `/dev/zero`: not kept"],
+    "fifo_maker": ["left a FIFO `pipe`: not kept"],
+    # 3,000 files, their folder and the notebook
+    "flooder": ["left 3,002 files and folders, over the cap of 1,000: kept the first 1,000 by name"],
+    "sparse_writer": ["left `big.bin` (1.0 GiB), over the cap of 256 MiB: not kept"],
+    "keyring_a_writer": ["flagged, cell Embedding: imports ctypes (the kernel's machinery)"],
+    "keyring_b_reader": ["flagged, cell Embedding: imports ctypes (the kernel's machinery)"],
+} | (
+    {
+        "shm_hog": [
+            "autograding failed: the kernel exited while running the solution cell of Embedding (it reached "
+            "the sandbox's memory cap of 4 GiB)"
+        ]
+    }
+    if MEMORY_GROUPS
+    else {}
+)
 
 
 def test_the_catalogue_has_25_cases_or_more():
@@ -427,7 +588,8 @@ def test_no_process_outlives_its_notebook(graded):
 
 def test_tmp_is_private(graded):
     assert not Path("/tmp/course-hostile-tmp-writer").exists()
-    assert "Read-only file system" in _outputs(graded["pipeline"], "patcher")
+    refused = _outputs(graded["pipeline"], "patcher")  # the checks: another user's, on a read-only mount
+    assert "Permission denied" in refused or "Read-only file system" in refused, refused[:2000]
 
 
 def test_a_kernel_that_exits_is_reported_with_its_cell(graded):
@@ -452,3 +614,101 @@ def test_the_judge_overrules_a_forged_check(graded):
     what = next(p.what for p in pipeline.problems if p.student == "forger" and p.what.startswith(TAMPERING))
     assert "sqrt(d_model)" in what, what  # the judge's own message names the mistake
     assert "JudgeFailure" in _outputs(pipeline, "forger")  # and the feedback says why the points went
+
+
+def _graded_folder(graded, student: str) -> Path:
+    return graded["pipeline"].workspace / "autograded" / student / LESSON
+
+
+def test_only_regular_files_and_folders_come_back_from_a_kernel(graded):
+    workspace = graded["pipeline"].workspace
+    kinds = {
+        str(path.relative_to(workspace)): stat.S_IFMT(path.lstat().st_mode)
+        for folder in ("autograded", "feedback")
+        for path in (workspace / folder).rglob("*")
+    }
+    odd = {path for path, kind in kinds.items() if kind not in (stat.S_IFREG, stat.S_IFDIR)}
+    assert odd == set(), odd
+    for student in LEFT_BEHIND:  # the graded notebook is a notebook, wherever the kernel's link pointed
+        nbformat.validate(nbformat.read(_graded_folder(graded, student) / lessons.notebook_name(LESSON), 4))
+
+
+def test_the_gradebook_and_the_instructors_files_are_untouched_by_links(graded):
+    with sqlite3.connect(graded["pipeline"].workspace / "gradebook.db") as db:  # still the gradebook
+        assert db.execute("SELECT count(*) FROM submitted_assignment").fetchone()[0] == len(EARNED) + 2
+    assert graded["grades"].count(f",{LESSON},") == len(EARNED) + 2  # export reads every grade
+    assert stat.S_IMODE(VICTIM.stat().st_mode) == 0o751 and VICTIM.read_text() == "the instructor's script"
+
+
+def test_feedback_never_copies_what_a_link_points_to(graded):
+    feedback = graded["pipeline"].workspace / "feedback"
+    copied = [path for path in feedback.rglob("*") if path.is_file() and path.suffix != ".html"]
+    assert copied == [], copied
+    for page in graded["feedback"]:
+        assert not page.read_bytes().startswith(b"SQLite format 3")
+
+
+def test_what_a_submission_leaves_on_disk_is_capped(graded):
+    flooded = _graded_folder(graded, "flooder")
+    assert len(list(flooded.rglob("*"))) <= Caps().files
+    allocated = sum(p.lstat().st_blocks * 512 for p in _graded_folder(graded, "sparse_writer").rglob("*"))
+    assert allocated < 2**20, allocated  # the sparse GiB was not kept, densely or at all
+    assert not (_graded_folder(graded, "sparse_writer") / "big.bin").exists()
+
+
+def test_the_graders_environment_stays_outside_the_kernel(graded):
+    seen = _outputs(graded["pipeline"], "env_spy")
+    assert "environment: [" in seen, seen[:2000]
+    assert GRADER_PASSWORD not in seen and "PGPASSWORD" not in seen, seen[:2000]
+    for page in graded["feedback"]:
+        assert GRADER_PASSWORD not in page.read_text()
+
+
+def test_no_channel_between_students_through_the_keyring(graded):
+    assert graded["pipeline"].scores()[("keyring_b_reader", LESSON)] == (1.0, 3.0)
+    assert "add_key: -1" in _outputs(graded["pipeline"], "keyring_a_writer")
+    assert "keyctl: -1 -1" in _outputs(graded["pipeline"], "keyring_b_reader")
+    assert KEY not in graded["keys"]
+
+
+def test_shared_memory_counts_against_the_memory_cap(graded):
+    score = graded["pipeline"].scores()[("shm_hog", LESSON)]
+    if not MEMORY_GROUPS:  # no memory cgroup: shared memory is not capped (the README says so)
+        assert score == (3.0, 3.0) and "wrote 5368709120" in _outputs(graded["pipeline"], "shm_hog")
+        return
+    assert score == (0.0, 3.0)  # its kernel was ended at the cap, in its solution cell
+    assert not (_graded_folder(graded, "shm_hog") / lessons.notebook_name(LESSON)).exists()
+
+
+def test_root_only_files_stay_unreadable(graded):
+    seen = _outputs(graded["pipeline"], "root_reader")
+    assert "shadow refused: PermissionError" in seen, seen[:2000]
+    if os.geteuid() == 0:  # a root grader's kernels run as nobody
+        assert "uid 65534" in seen, seen[:2000]
+
+
+def test_a_notebook_a_kernel_leaves_is_not_graded_as_the_submissions(graded):
+    """hard_linker left twin.ipynb, a second name of its notebook: a copy comes back, and
+    feedback is written for the notebook handed in only."""
+    folder = _graded_folder(graded, "hard_linker")
+    assert (folder / "twin.ipynb").is_file() and (folder / "twin.ipynb").stat().st_nlink == 1
+    pages = sorted(p.name for p in graded["feedback"] if p.parent.parent.name == "hard_linker")
+    assert pages == ["embedding.html"]
+    assert "hard link refused: OSError" in _outputs(graded["pipeline"], "hard_linker")
+
+
+def _scripts(html: str) -> list[str]:
+    """The tags of a page that would run something: script elements, on* handlers, javascript: URLs."""
+    tags = r"<script\b[^>]*>|<[a-z][^>]*\son[a-z]+\s*=[^>]*>|<[a-z][^>]*=\s*[\"']?\s*javascript:[^>]*>"
+    return re.findall(tags, html, re.IGNORECASE)
+
+
+def test_a_page_made_from_a_submission_runs_nothing_of_it(graded):
+    nb = nbformat.read(_graded_folder(graded, "scripter") / lessons.notebook_name(LESSON), 4)
+    outputs = [output for cell in nb.cells for output in cell.get("outputs", [])]
+    shown = [output for output in outputs if output.get("output_type") == "display_data"]
+    assert shown and all("application/javascript" not in output.get("data", {}) for output in outputs)
+    assert "<b>hi</b>" in shown[0].data["text/html"]  # the harmless part stays
+    assert _scripts(shown[0].data["text/html"]) == []
+    page = next(p for p in graded["feedback"] if p.parent.parent.name == "scripter").read_text()
+    assert _scripts(page) == [] and "<b>hi</b>" in page
