@@ -10,7 +10,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: setup sandbox postgres browser screenshots test lint lab formgrader demo notebooks samples bench bench-grading
 
-# MathJax typesets the feedback pages' formulas when they are written (autograder/feedback_page.py)
+# MathJax typesets the feedback pages' formulas when they are written (autograder/engine/feedback_page.py)
 MATHJAX := $(VENV)/mathjax/node_modules/mathjax-full/package.json
 setup: $(VENV)/.installed $(MATHJAX)
 
@@ -25,7 +25,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 $(MATHJAX): | $(VENV)/.installed
 	npm install --silent --no-audit --no-fund --prefix $(VENV)/mathjax mathjax-full@3.2.2
 
-# Grading kernels run in bubblewrap (autograder/sandbox.py). As root on Debian or Ubuntu this
+# Grading kernels run in bubblewrap (autograder/engine/kernels/sandbox.py). As root on Debian or Ubuntu this
 # installs it when it is missing (apt's output goes to a log, shown only if it fails).
 sandbox:
 	@command -v bwrap >/dev/null || { \
@@ -98,10 +98,10 @@ formgrader: setup
 
 # After editing a lesson script or the reference package: rebuild notebooks, then samples.
 notebooks: setup
-	$(PY) -m autograder.build
+	$(PY) -m autograder.authoring.build
 
 samples: setup
-	$(PY) -m autograder.make_samples
+	$(PY) -m autograder.authoring.samples
 
 bench: setup
 	$(PY) tests/benchmarks/bench_layers.py

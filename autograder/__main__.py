@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 from autograder import lessons
-from autograder.pipeline import Pipeline, SandboxUnavailable
-from autograder.sandbox import Limits
+from autograder.engine.kernels.sandbox import Limits
+from autograder.engine.pipeline import Pipeline, SandboxUnavailable
 
 SAMPLES = Path(__file__).resolve().parent / "sample_submissions"
 DEMO_MARK = ".course-demo"  # in a workspace that `demo` made, and so may replace

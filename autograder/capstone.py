@@ -12,6 +12,7 @@ lesson 10 is graded on its own exercises, with the reference parts.
 """
 
 import contextlib
+import inspect
 import io
 import os
 import re
@@ -25,9 +26,18 @@ import nbformat
 import solutions
 from autograder import grading, lessons
 from autograder.checks.core import CheckFailure
-from autograder.make_samples import learner_code
 
 EARLIER = [lesson for lesson in lessons.LESSON_NAMES if lesson < "10"]
+
+
+def learner_code(exercise: str) -> str:
+    """The reference definition as a learner would write it: no solution markers."""
+    source = inspect.getsource(getattr(solutions, exercise))
+    return "\n".join(
+        line
+        for line in source.splitlines()
+        if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
+    )
 
 
 @dataclass

@@ -4,7 +4,7 @@ A lesson's test cells (solutions/lesson_scripts/NN_*.py, built into solutions/le
 everything about grading: which exercise each cell tests (its grade_id is
 ``test_<exercise>_...``), how many points it gives, the visible check it runs, and the hidden
 tests between ``### BEGIN HIDDEN TESTS`` and ``### END HIDDEN TESTS``. nbgrader grades those
-cells; the judge (autograder/judge.py) runs them again; the mutation tests run their visible and
+cells; the judge (autograder/engine/judge.py) runs them again; the mutation tests run their visible and
 hidden parts on every catalogued mistake. So no second list of checks can drift from them.
 """
 

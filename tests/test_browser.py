@@ -26,7 +26,7 @@ import nbformat
 import pytest
 
 from autograder import lessons
-from autograder.judge import JUDGE_METADATA
+from autograder.engine.judge import JUDGE_METADATA
 
 LESSON = "03_attention"
 NOTEBOOK = f"{LESSON}/{lessons.notebook_name(LESSON)}"
@@ -277,8 +277,8 @@ def test_a_learner_runs_fixes_and_validates_a_lesson(lab, browser):
 def graded(tmp_path_factory) -> Path:
     """A workspace in which ada's lesson 03 (a bundled sample) is graded, in the sandbox, and has its
     feedback."""
-    from autograder.make_samples import SAMPLES
-    from autograder.pipeline import Pipeline
+    from autograder.authoring.samples import SAMPLES
+    from autograder.engine.pipeline import Pipeline
 
     inbox = tmp_path_factory.mktemp("inbox")
     shutil.copytree(SAMPLES / "ada" / LESSON, inbox / "ada" / LESSON)
@@ -382,7 +382,7 @@ _Run()
 
 def _attacker(folder: Path) -> Path:
     """mallory's lesson 03: ada's correct solution, whose cell displays the attack."""
-    from autograder.make_samples import SAMPLES
+    from autograder.authoring.samples import SAMPLES
 
     shutil.copytree(SAMPLES / "ada" / LESSON, folder / "mallory" / LESSON)
     path = folder / "mallory" / NOTEBOOK
@@ -396,7 +396,7 @@ def _attacker(folder: Path) -> Path:
 @pytest.fixture(scope="module")
 def attacked(tmp_path_factory) -> Path:
     """A workspace in which mallory's lesson 03 is graded, in the sandbox, and has its feedback."""
-    from autograder.pipeline import Pipeline
+    from autograder.engine.pipeline import Pipeline
 
     inbox = tmp_path_factory.mktemp("inbox")
     _attacker(inbox)

@@ -8,7 +8,7 @@ import torch
 
 import solutions
 from autograder import capstone, lessons
-from autograder.make_samples import SAMPLES
+from autograder.authoring.samples import SAMPLES
 
 
 def _course(tmp_path, **chosen):

@@ -5,7 +5,7 @@ import zipfile
 import nbformat
 
 from autograder import lessons
-from autograder.pipeline import Pipeline
+from autograder.engine.pipeline import Pipeline
 
 
 def _pipeline(tmp_path):
@@ -57,7 +57,7 @@ RUNAWAY = """super().__init__()
 
 
 def test_a_runaway_submission_costs_only_itself(tmp_path):
-    from autograder.make_samples import filled
+    from autograder.authoring.samples import filled
 
     inbox = tmp_path / "inbox"
     runaway = filled("01_embedding")
@@ -88,7 +88,7 @@ def test_a_runaway_submission_costs_only_itself(tmp_path):
 
 
 def test_a_failed_run_is_named_by_the_last_error_line_of_its_log():
-    from autograder.pipeline import _failure_reason
+    from autograder.engine.pipeline import _failure_reason
 
     log = "[INFO] converting\nTraceback (most recent call last):\n  File 'x'\n"
     log += "NbGraderException: no gradebook entry\n"

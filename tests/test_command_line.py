@@ -6,8 +6,8 @@ import pytest
 
 from autograder import __main__ as command_line
 from autograder import lessons
-from autograder.pipeline import Pipeline
-from autograder.sandbox import Limits
+from autograder.engine.kernels.sandbox import Limits
+from autograder.engine.pipeline import Pipeline
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """Feedback pages that show every formula, table and Chinese glossary with no network
-(autograder/feedback_page.py): typeset at generation time, no CDN, one style block."""
+(autograder/engine/feedback_page.py): typeset at generation time, no CDN, one style block."""
 
 import re
 
@@ -10,8 +10,9 @@ from nbformat import v4
 from nbgrader.converters import GenerateFeedback
 from nbgrader.coursedir import CourseDirectory
 
-from autograder import feedback_page, lessons
-from autograder.feedback_page import (
+from autograder import lessons
+from autograder.engine import feedback_page
+from autograder.engine.feedback_page import (
     POLICY,
     STYLE_ID,
     MathJaxMissing,

@@ -5,9 +5,9 @@ import re
 
 import pytest
 
-from autograder.flags import OFF_LIMITS, shortcuts_in
+from autograder.capstone import learner_code
+from autograder.engine.flags import OFF_LIMITS, shortcuts_in
 from autograder.lessons import EXERCISES, ROOT
-from autograder.make_samples import learner_code
 from tests.alternatives import ALTERNATIVES
 
 MODULES = {"torch", "F", "nn", "checks", "math"}

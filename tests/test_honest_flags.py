@@ -7,7 +7,7 @@ another (``cached_greedy_decode`` calls ``decoder_layer_step``) calls the replac
 learner's kernel. Each test cell of the replaced exercise and of the exercises that call it runs
 as the notebook runs it (here, with the hidden seed the judge gives the kernel) and as the judge
 runs it (``judge.run_test_cell`` with that seed, reaching the notebook's names through
-``autograder.remote`` over a socket pair, the kernel's end served in a thread), for each seed.
+``autograder.engine.remote`` over a socket pair, the kernel's end served in a thread), for each seed.
 
 A cell's visible part draws no hidden seed, so it runs once; its hidden part runs once per seed,
 and only where the visible part passed (a cell stops at its first failure, in the notebook and
@@ -38,11 +38,13 @@ import threading
 
 import pytest
 
-from autograder import grading, judge
+from autograder import grading
 from autograder.checks import CheckFailure
+from autograder.checks.device import exact_matmul
+from autograder.engine import judge
+from autograder.engine.remote import Channel, Endpoint, models_read_only
 from autograder.hidden.core import SEED_VARIABLE
 from autograder.lessons import EXERCISES, written_lessons
-from autograder.remote import Channel, Endpoint, models_read_only
 from tests.test_mutations import CATALOGUE, _buggy, _stub
 
 SEEDS = range(20260101, 20260121)
@@ -118,10 +120,10 @@ def _judge_verdict(code: str, grade_id: str, lesson: str, namespace: dict, seed:
     """Part of a test cell run as the judge runs it, against ``namespace`` served as the kernel serves
     the notebook's names, on a connection of its own (the judge opens one per test cell)."""
     ours, theirs = socket.socketpair()
-    kernel = Endpoint(Channel(theirs), namespace)
+    kernel = Endpoint(Channel(theirs), namespace, calls_within=exact_matmul)
     thread = threading.Thread(target=kernel.serve, daemon=True)
     thread.start()
-    endpoint = Endpoint(Channel(ours), guard=models_read_only)
+    endpoint = Endpoint(Channel(ours), guard=models_read_only, calls_within=exact_matmul)
     try:
         return judge.run_test_cell(code, grade_id, grading.grading_imports(lesson), endpoint, seed)
     finally:

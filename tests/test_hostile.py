@@ -22,10 +22,10 @@ import nbformat
 import pytest
 
 from autograder import lessons
-from autograder.make_samples import filled
-from autograder.pipeline import Pipeline
-from autograder.sandbox import Limits, cgroup_root, pids_cgroups
-from autograder.submission_files import Caps
+from autograder.authoring.samples import filled
+from autograder.engine.kernels.sandbox import Limits, cgroup_root, pids_cgroups
+from autograder.engine.pipeline import Pipeline
+from autograder.engine.submission_files import Caps
 
 LESSON = "01_embedding"
 HONEST = ("abe", "zoe")  # graded first and last
@@ -227,8 +227,8 @@ class Embedding(nn.Module):
         return self.lut(tokens)  # no sqrt(d_model): a wrong answer
 """
 
-# Whole solution cells that take a shortcut; the grader flags them (autograder/flags.py), and
-# where they fake a check, the judge fails them (autograder/judge.py).
+# Whole solution cells that take a shortcut; the grader flags them (autograder/engine/flags.py), and
+# where they fake a check, the judge fails them (autograder/engine/judge.py).
 SHORTCUTS = {
     "copier": "from solutions.embedding import Embedding",
     "forger": """import math

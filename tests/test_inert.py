@@ -1,4 +1,4 @@
-"""Graded notebooks that run nothing in a page (autograder/inert.py): each way a submission can put
+"""Graded notebooks that run nothing in a page (autograder/engine/inert.py): each way a submission can put
 a script into the pages made from it, first as nbconvert writes it into its page, then gone after
 the course's step; and what honest learners and the lessons show, kept as it was."""
 
@@ -14,10 +14,11 @@ from bs4 import BeautifulSoup
 from nbconvert.exporters import HTMLExporter
 from nbformat import v4
 
-from autograder import formgrader_policy, lessons
+from autograder import lessons
 from autograder.checks.core import wrap_message
-from autograder.inert import InertNotebook, sanitise_markdown
-from autograder.nbgrader_config import course_config
+from autograder.engine import formgrader_policy
+from autograder.engine.inert import InertNotebook, sanitise_markdown
+from autograder.engine.nbgrader_config import course_config
 
 CANARY = "console.log('CANARY')"
 PWNED = "document.title='PWNED'"
@@ -205,7 +206,7 @@ def test_grading_and_feedback_make_notebooks_inert(tmp_path):
     config = course_config(tmp_path)
     execute, inert, *_ = config.Autograde.autograde_preprocessors
     assert execute.__name__.endswith("Execute") and inert is InertNotebook
-    assert config.GenerateFeedback.preprocessors[0] == "autograder.inert.InertNotebook"
+    assert config.GenerateFeedback.preprocessors[0] == "autograder.engine.inert.InertNotebook"
 
 
 def test_the_formgrader_view_allows_nbgraders_scripts_by_hash_and_no_other():
@@ -254,4 +255,4 @@ def test_the_instructors_jupyter_serves_the_policy():
     config = json.loads(
         (lessons.ROOT / "jupyter_config" / "instructor" / "jupyter_server_config.json").read_text()
     )
-    assert config["ServerApp"]["jpserver_extensions"]["autograder.formgrader_policy"] is True
+    assert config["ServerApp"]["jpserver_extensions"]["autograder.engine.formgrader_policy"] is True

@@ -1,4 +1,4 @@
-"""The kernel's view of the machine (autograder/sandbox.py, zygote.py, seccomp.py): for cold and
+"""The kernel's view of the machine (autograder/engine/kernels/: sandbox, zygote, seccomp): for cold and
 warm kernels alike, an allow-listed environment, a user of its own, no keyring, every limit
 the instructor set, and a memory group that counts shared mappings.
 
@@ -19,8 +19,8 @@ from nbclient.exceptions import DeadKernelError
 from nbformat.v4 import new_code_cell, new_notebook
 from traitlets.config import Config
 
-from autograder import sandbox, seccomp, zygote
-from autograder.sandbox import Limits, SandboxedKernelManager
+from autograder.engine.kernels import sandbox, seccomp, zygote
+from autograder.engine.kernels.sandbox import Limits, SandboxedKernelManager
 
 MANAGERS = [SandboxedKernelManager, zygote.WarmKernelManager]
 ROOT = os.geteuid() == 0

@@ -1,9 +1,9 @@
-"""The judge reaches the same verdicts as the checks run next to the code (autograder/judge.py).
+"""The judge reaches the same verdicts as the checks run next to the code (autograder/engine/judge.py).
 
 Every implementation the mutation tests use (the reference, each catalogued mistake, the
 stub, the alternative correct ones) is served by an endpoint in a thread, as the kernel
 serves the learner's names; each visible check and hidden test runs once on the object
-itself and once on the judge's stand-in for it, reached through autograder.remote. The
+itself and once on the judge's stand-in for it, reached through autograder.engine.remote. The
 verdicts must be the same, with the same message, except where the judge is documented to
 be more lenient (it cannot see an input changed in place): it is never stricter, so an
 honest learner never loses a point to it.
@@ -21,10 +21,10 @@ from jupyter_core.utils import run_sync
 
 from autograder import grading
 from autograder.checks import CheckFailure
+from autograder.engine.judge import Judge, run_test_cell
+from autograder.engine.remote import Channel, Endpoint, models_read_only
 from autograder.hidden.core import SEED_VARIABLE
-from autograder.judge import Judge, run_test_cell
 from autograder.lessons import EXERCISES
-from autograder.remote import Channel, Endpoint, models_read_only
 from tests.alternatives import ALTERNATIVES
 from tests.test_mutations import CATALOGUE, CHECKS, HIDDEN, _buggy, _stub
 from tests.test_structural_mistakes import CASES as STRUCTURAL

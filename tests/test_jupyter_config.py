@@ -19,8 +19,8 @@ from nbgrader.validator import Validator
 from traitlets.config.loader import PyFileConfigLoader
 
 from autograder import lessons
-from autograder.keep_going import KEEP_GOING
-from autograder.validate import GRADING_STEPS
+from autograder.engine.keep_going import KEEP_GOING
+from autograder.engine.validate import GRADING_STEPS
 
 ROOT_CONFIG = lessons.ROOT / "nbgrader_config.py"
 JUPYTER_CONFIG = lessons.ROOT / "jupyter_config"
@@ -41,8 +41,8 @@ def _load(path: Path):
 
 
 def test_the_repository_config_is_the_pipelines_default():
-    from autograder.pipeline import Setup
-    from autograder.sandbox import Limits
+    from autograder.engine.kernels.sandbox import Limits
+    from autograder.engine.pipeline import Setup
 
     config, steps = _load(ROOT_CONFIG)
     workspace = lessons.ROOT / "workspace"
@@ -53,7 +53,7 @@ def test_the_repository_config_is_the_pipelines_default():
 
 
 def test_the_pipeline_writes_its_own_config_into_its_workspace(tmp_path, monkeypatch):
-    from autograder.pipeline import Pipeline
+    from autograder.engine.pipeline import Pipeline
 
     pipeline = Pipeline(tmp_path, release=tmp_path / "release", sandbox=None, cell_timeout_s=17)
     written = tmp_path / "nbgrader_config.py"

@@ -10,8 +10,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import build, lessons
-from autograder.make_samples import SAMPLES, write_samples
+from autograder import lessons
+from autograder.authoring import build
+from autograder.authoring.samples import SAMPLES, write_samples
 
 WRITTEN = lessons.written_lessons()
 REGENERATE = "run `make notebooks` and commit the result"

@@ -19,8 +19,8 @@ import nbformat
 import pytest
 
 from autograder import lessons
-from autograder.make_samples import SAMPLES
-from autograder.pipeline import Pipeline
+from autograder.authoring.samples import SAMPLES
+from autograder.engine.pipeline import Pipeline
 from tests.postgres import postgres_server
 
 STUDENTS = ("ada", "ben", "cho")

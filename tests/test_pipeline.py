@@ -15,8 +15,8 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder import lessons
-from autograder.make_samples import MISTAKE_EDITS, SAMPLES
-from autograder.nbgrader_config import COURSE_ID
+from autograder.authoring.samples import MISTAKE_EDITS, SAMPLES
+from autograder.engine.nbgrader_config import COURSE_ID
 
 SAMPLE_LESSONS = sorted({p.name for p in SAMPLES.glob("*/*") if p.is_dir()}, key=lessons.LESSON_NAMES.index)
 

@@ -1,4 +1,4 @@
-"""autograder.remote: the judge reaches the learner's objects as data, and only as data."""
+"""autograder.engine.remote: the judge reaches the learner's objects as data, and only as data."""
 
 import inspect
 import json
@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from autograder.checks import CheckFailure, core
-from autograder.remote import Channel, Endpoint, Refused, RemoteError, models_read_only
+from autograder.engine.remote import Channel, Endpoint, Refused, RemoteError, models_read_only
 
 
 class Learner(nn.Module):
@@ -321,9 +321,9 @@ def test_a_silent_kernel_times_out():
 
 def test_a_flood_of_data_is_cut_off(monkeypatch):
     """Many messages under the size limit each still cannot fill the grader's memory."""
-    import autograder.remote
+    import autograder.engine.remote
 
-    monkeypatch.setattr(autograder.remote, "MAX_SESSION_BYTES", 10_000)
+    monkeypatch.setattr(autograder.engine.remote, "MAX_SESSION_BYTES", 10_000)
     ours, theirs = socket.socketpair()
     channel = Channel(ours)
     text = json.dumps({"value": None, "blobs": [4000]}).encode()

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.pipeline import Pipeline, SandboxUnavailable
-from autograder.sandbox import Limits, wrap
+from autograder.engine.kernels.sandbox import Limits, wrap
+from autograder.engine.pipeline import Pipeline, SandboxUnavailable
 
 NO_BWRAP = str(Path(sys.executable).parent)  # a PATH with this environment's tools and no bwrap
 

@@ -1,5 +1,5 @@
-"""What comes back from a grading kernel's folder (autograder/submission_files.py), and nbgrader's
-steps that touch a submission's folder (autograder/nbgrader_steps.py).
+"""What comes back from a grading kernel's folder (autograder/engine/submission_files.py), and nbgrader's
+steps that touch a submission's folder (autograder/engine/nbgrader_steps.py).
 
 Each case builds a folder as a hostile kernel would leave it and checks exactly what the
 grader keeps, and the lines the instructor reads: with ``mirror`` (a warm kernel's slot copied
@@ -23,11 +23,12 @@ from nbgrader.converters import Autograde, GenerateFeedback
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
-from autograder import submission_files, zygote
-from autograder.nbgrader_config import course_config
-from autograder.nbgrader_steps import CourseAutograde, CourseFeedback
-from autograder.sandbox import SandboxedExecute
-from autograder.submission_files import FILES_METADATA, Caps, clean, mirror
+from autograder.engine import submission_files
+from autograder.engine.kernels import zygote
+from autograder.engine.kernels.sandbox import SandboxedExecute
+from autograder.engine.nbgrader_config import course_config
+from autograder.engine.nbgrader_steps import CourseAutograde, CourseFeedback
+from autograder.engine.submission_files import FILES_METADATA, Caps, clean, mirror
 
 LESSON = "01_embedding"
 GRADEBOOK = b"SQLite format 3\x00 every grade of the class"

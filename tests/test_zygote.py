@@ -1,4 +1,4 @@
-"""Warm kernels (autograder/zygote.py): forked by one zygote per process, each as isolated from
+"""Warm kernels (autograder/engine/kernels/zygote.py): forked by one zygote per process, each as isolated from
 the others as a cold sandboxed kernel, and with the lessons' imports already done.
 
 The notebooks run through nbclient with ``WarmKernelManager``, as nbgrader runs them; the
@@ -18,9 +18,9 @@ from nbclient.exceptions import DeadKernelError
 from nbformat.v4 import new_code_cell, new_notebook
 from traitlets.config import Config
 
-from autograder import zygote
-from autograder.judge import JUDGE_METADATA
-from autograder.make_samples import filled
+from autograder.authoring.samples import filled
+from autograder.engine.judge import JUDGE_METADATA
+from autograder.engine.kernels import zygote
 
 LESSON = "01_embedding"
 MARKER = "4243.4243"  # the command line of the process a kernel leaves behind
@@ -133,7 +133,7 @@ def test_a_kernel_leaves_nothing_for_the_next_and_sees_only_its_own_folder(works
         "1",  # only its own private folder (connection file, sockets)
     ]
     assert (ada / "left").read_text() == "left by ada"  # what a kernel writes in its folder comes back
-    assert not os.path.lexists(ada / "link")  # but not a link (autograder/submission_files.py)
+    assert not os.path.lexists(ada / "link")  # but not a link (autograder/engine/submission_files.py)
     assert sorted(path.name for path in bob.iterdir()) == ["data.txt"]
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
     assert MARKER not in ps

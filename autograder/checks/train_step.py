@@ -9,7 +9,7 @@ The check builds the learner's own Transformer (``model_class``), an ``optim.SGD
 parameters and an ``optim.lr_scheduler.StepLR`` (gamma 0.5) with the notebook's ``optim``, loads
 known weights into the model by the lesson's names, calls train_step twice on a padded batch,
 and reads back what can be read as data: the returned losses, the model's mode, its weights
-and the learning rate. Under the judge (autograder/judge.py) the model, the optimizer and the
+and the learning rate. Under the judge (autograder/engine/judge.py) the model, the optimizer and the
 scheduler are all made in the learner's kernel, next to train_step, so that backward and the
 optimizer work there; the judge only reads the results.
 

@@ -30,9 +30,9 @@ import nbformat
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 
 from autograder import grading, lessons  # noqa: E402
-from autograder.judge import JUDGE_METADATA  # noqa: E402
-from autograder.make_samples import SAMPLES  # noqa: E402
-from autograder.pipeline import Pipeline  # noqa: E402
+from autograder.authoring.samples import SAMPLES  # noqa: E402
+from autograder.engine.judge import JUDGE_METADATA  # noqa: E402
+from autograder.engine.pipeline import Pipeline  # noqa: E402
 
 GOAL = 5.0
 MODELS = ("ada", "ben", "cho")  # the samples that hand in every lesson
@@ -141,7 +141,7 @@ def scores(workspace: Path) -> dict:
     """(student, lesson, grade_id) -> score, from the workspace's gradebook."""
     from nbgrader.api import Gradebook
 
-    from autograder.nbgrader_config import COURSE_ID
+    from autograder.engine.nbgrader_config import COURSE_ID
 
     found = {}
     with Gradebook(f"sqlite:///{workspace / 'gradebook.db'}", course_id=COURSE_ID) as gb:

@@ -1,6 +1,6 @@
 """Seconds from asking for a grading kernel to having run ``import torch, matplotlib.pyplot``
-in it: a cold sandboxed kernel (autograder/sandbox.py) against a warm one forked by the
-process's zygote (autograder/zygote.py). The median of five of each; the zygote's own
+in it: a cold sandboxed kernel (autograder/engine/kernels/sandbox.py) against a warm one forked by the
+process's zygote (autograder/engine/kernels/zygote.py). The median of five of each; the zygote's own
 start, paid once per grading process, is shown apart.
 
     .venv/bin/python tests/benchmarks/bench_kernel_start.py
@@ -12,8 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder import zygote
-from autograder.sandbox import SandboxedKernelManager
+from autograder.engine.kernels import zygote
+from autograder.engine.kernels.sandbox import SandboxedKernelManager
 
 RUNS = 5
 IMPORTS = "import torch, matplotlib.pyplot"

@@ -25,7 +25,7 @@ The source notebook is executed (so it carries its outputs, for nbval) and
 written to ``solutions/lessons/<lesson>/``; nbgrader's generate_assignment then
 writes the learner's version into ``course/<lesson>/``.
 
-    python -m autograder.build [LESSON ...]      # all written lessons by default
+    python -m autograder.authoring.build [LESSON ...]      # all written lessons by default
 """
 
 import argparse
@@ -44,7 +44,7 @@ import nbformat
 from nbclient import NotebookClient
 
 from autograder import grading, lessons
-from autograder.nbgrader_config import local_sockets
+from autograder.engine.nbgrader_config import local_sockets
 
 HEADER = re.compile(r"^# %%(?P<rest>.*)$")
 NBGRADER_SCHEMA = 3
@@ -218,7 +218,7 @@ def generate_students(names: list[str], release: Path) -> list[Path]:
     """
     from nbgrader.apps import NbGraderAPI
 
-    from autograder.nbgrader_config import course_config
+    from autograder.engine.nbgrader_config import course_config
 
     with tempfile.TemporaryDirectory() as workspace:
         api = NbGraderAPI(config=course_config(Path(workspace), release=release))

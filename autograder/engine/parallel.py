@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 
-from autograder.pipeline import Graded, Pipeline, Problem, Setup
+from autograder.engine.pipeline import Graded, Pipeline, Problem, Setup
 
 _PIPELINES: dict[Setup, Pipeline] = {}  # one per worker process and setup, built on its first task
-# One submission at a time per process (a process has one zygote, autograder/zygote.py), even
+# One submission at a time per process (a process has one zygote, autograder/engine/kernels/zygote.py), even
 # on a Dask worker that runs several tasks at once in threads: start those with --nthreads 1.
 _ONE_AT_A_TIME = threading.Lock()
 

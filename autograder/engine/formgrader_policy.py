@@ -1,7 +1,7 @@
 """A Content-Security-Policy for the Formgrader's view of a submission, which shows the learner's
 notebook inside the instructor's Jupyter session.
 
-The graded notebook is inert already (autograder/inert.py); the policy is for a notebook graded
+The graded notebook is inert already (autograder/engine/inert.py); the policy is for a notebook graded
 before that, and for whatever a sanitiser misses. It is added by a Jupyter server extension (on in
 jupyter_config/instructor) as a tornado output transform, for the Formgrader's submission pages
 only: JupyterLab's own pages, and the Formgrader's other pages (which show no notebook), keep
@@ -94,7 +94,7 @@ class SubmissionPolicy(OutputTransform):
 
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:
-    return [{"module": "autograder.formgrader_policy"}]
+    return [{"module": "autograder.engine.formgrader_policy"}]
 
 
 def _load_jupyter_server_extension(server: ServerApp) -> None:

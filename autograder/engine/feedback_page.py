@@ -6,11 +6,11 @@ borders nor padding, and its fonts say nothing about the glossaries' Chinese. He
 rewritten as it is written:
 
 * every formula becomes inline SVG, typeset by MathJax 3 (the npm package mathjax-full, which
-  ``make setup`` installs into the virtual environment) in Node.js (autograder/typeset_math.cjs):
+  ``make setup`` installs into the virtual environment) in Node.js (autograder/engine/typeset_math.cjs):
   the page needs neither fonts nor scripts to show it;
 * the CDN's MathJax ``<script>`` elements are removed, and a Content-Security-Policy
   (``POLICY``) first in the head forbids every script, plugin, form and request: what a
-  submission displayed is sanitised before (autograder/inert.py), and this holds for a page made
+  submission displayed is sanitised before (autograder/engine/inert.py), and this holds for a page made
   from a notebook graded before that. The page needs no more than its inline styles (nbconvert's,
   this module's) and images from ``data:`` URLs (figures, the notebook's attachments);
 * one style block is added (``STYLE_ID``): what the SVG needs, tables with borders and padding,

@@ -3,7 +3,7 @@
 Each step is a method of ``Pipeline``, which holds one grading workspace (gradebook,
 submitted/, autograded/, feedback/), outside the repository's tracked tree. Nothing
 here re-implements grading: the steps call nbgrader's API with the course's
-configuration (autograder/nbgrader_config.py) and add what 200 real submissions need:
+configuration (autograder/engine/nbgrader_config.py) and add what 200 real submissions need:
 a corrupt notebook is reported and skipped without touching the student's other
 lessons, a failed grading run is reported with its reason, and progress is printed.
 """
@@ -28,12 +28,12 @@ from nbgrader.apps import NbGraderAPI
 from traitlets.config import Config
 
 from autograder import lessons
-from autograder.flags import Flag, flags
-from autograder.judge import JUDGE_METADATA
-from autograder.nbgrader_config import CELL_TIMEOUT_S, course_config
-from autograder.sandbox import Limits
-from autograder.sandbox import problem as sandbox_problem
-from autograder.submission_files import FILES_METADATA
+from autograder.engine.flags import Flag, flags
+from autograder.engine.judge import JUDGE_METADATA
+from autograder.engine.kernels.sandbox import Limits
+from autograder.engine.kernels.sandbox import problem as sandbox_problem
+from autograder.engine.nbgrader_config import CELL_TIMEOUT_S, course_config
+from autograder.engine.submission_files import FILES_METADATA
 
 # How an LMS download names each file, tried in order: Blackboard's
 # <assignment>_<student>_attempt_<timestamp>_<notebook>.ipynb (the example in nbgrader's
@@ -68,7 +68,7 @@ class Setup:
     warm: bool
 
     def config(self) -> Config:
-        """nbgrader's configuration for this Setup (autograder/nbgrader_config.py), whose
+        """nbgrader's configuration for this Setup (autograder/engine/nbgrader_config.py), whose
         parameters are this Setup's fields, by name."""
         return course_config(**vars(self))
 
@@ -81,15 +81,15 @@ class Setup:
 # What the pipeline writes into its workspace, so that nbgrader's own tools started there (the
 # Formgrader of `make formgrader`, `nbgrader` commands) grade and validate as the pipeline does.
 CONFIG_FILE = """\
-# Written by the course's pipeline (autograder/pipeline.py) each time it opens this workspace, so
+# Written by the course's pipeline (autograder/engine/pipeline.py) each time it opens this workspace, so
 # that nbgrader's own tools started here (the Formgrader, `nbgrader` commands) grade exactly as
 # `python -m autograder` does. Change the pipeline's options, not this file.
 import os
 from pathlib import PosixPath
 
-from autograder.pipeline import Setup
-from autograder.sandbox import Limits
-from autograder.validate import validate_as_graded
+from autograder.engine.pipeline import Setup
+from autograder.engine.kernels.sandbox import Limits
+from autograder.engine.validate import validate_as_graded
 
 os.environ.setdefault("COURSE_DEVICE", "cpu")  # kernels and judge on the CPU, as the pipeline grades
 c = get_config()  # noqa: F821 (Jupyter's configuration loader provides it)
@@ -180,10 +180,10 @@ class Pipeline:
     ``release`` is where ``release`` writes the learners' notebooks: by default ``release/`` in the
     workspace, never the checkout's ``course/``, where a learner's own work may lie.
     ``sandbox`` holds the limits of the sandbox every grading kernel runs in
-    (autograder/sandbox.py); None grades without it, with the instructor's own permissions.
+    (autograder/engine/kernels/sandbox.py); None grades without it, with the instructor's own permissions.
     ``db_url`` is the gradebook (a SQLAlchemy URL, e.g. ``postgresql+psycopg://host/db``);
     None keeps it in the workspace, in SQLite. ``warm`` forks each sandboxed kernel from a
-    zygote that imported torch and the checks once (autograder/zygote.py); False starts each
+    zygote that imported torch and the checks once (autograder/engine/kernels/zygote.py); False starts each
     kernel cold, as nbgrader does.
     """
 
@@ -347,7 +347,7 @@ class Pipeline:
         return [grade_id for grade_id in wanted if grade_id not in present]
 
     def _flags(self, lesson: str, student: str) -> list[Flag]:
-        """Shortcuts in the submitted notebooks, read from their code (autograder/flags.py)."""
+        """Shortcuts in the submitted notebooks, read from their code (autograder/engine/flags.py)."""
         folder = self.submitted / student / lesson
         return [flag for path in sorted(folder.glob("*.ipynb")) for flag in flags(nbformat.read(path, 4))]
 
@@ -384,7 +384,7 @@ class Pipeline:
 
     def _left_behind(self, lesson: str, student: str) -> list[str]:
         """What the grading kernels left in the submission's folder and the grader did not keep,
-        a line each ("left a symbolic link ...": autograder/submission_files.py)."""
+        a line each ("left a symbolic link ...": autograder/engine/submission_files.py)."""
         return [
             line
             for path in self._graded_notebooks(lesson, student)
@@ -394,10 +394,10 @@ class Pipeline:
     def autograde(self, jobs: int = 1, scheduler: str | None = None) -> None:
         """Grade every submission taken in; one that fails costs only itself.
 
-        ``jobs`` worker processes grade at once on this machine (autograder/parallel.py); with
+        ``jobs`` worker processes grade at once on this machine (autograder/engine/parallel.py); with
         ``scheduler`` (a Dask scheduler's address), the workers of that cluster grade instead.
         """
-        from autograder import parallel  # imports Dask only when grading
+        from autograder.engine import parallel  # imports Dask only when grading
 
         pairs = self._gradable(self.submissions())
         with self.gradebook() as gb:  # made here, once, not by workers racing to create them

@@ -14,14 +14,14 @@ from nbgrader.converters import Autograde, GenerateAssignment
 from nbgrader.preprocessors import Execute, OverwriteCells
 from traitlets.config import Config
 
-from autograder.feedback_page import offline_feedback
-from autograder.inert import InertNotebook
-from autograder.keep_going import KeepGoing
+from autograder.engine.feedback_page import offline_feedback
+from autograder.engine.inert import InertNotebook
+from autograder.engine.keep_going import KeepGoing
+from autograder.engine.kernels.sandbox import CourseExecute, Limits, SandboxedExecute
+from autograder.engine.kernels.zygote import WarmExecute
+from autograder.engine.nbgrader_steps import use_course_steps
+from autograder.engine.overwrite import RestoringOverwriteCells
 from autograder.lessons import SOURCE
-from autograder.nbgrader_steps import use_course_steps
-from autograder.overwrite import RestoringOverwriteCells
-from autograder.sandbox import CourseExecute, Limits, SandboxedExecute
-from autograder.zygote import WarmExecute
 
 # nbgrader runs the `alembic` command when it creates a gradebook, and jupyter_client starts
 # kernels with `python` from PATH: both must come from this environment, also when an
@@ -63,7 +63,7 @@ def executed_by(execute: type[Execute]) -> Config:
 
 
 def restoring_deleted_cells() -> Config:
-    """Deleted test cells put back by autograder/overwrite.py, not by nbgrader's own step."""
+    """Deleted test cells put back by autograder/engine/overwrite.py, not by nbgrader's own step."""
     c = Config()
     steps = Autograde.class_traits()["sanitize_preprocessors"].default()
     c.Autograde.sanitize_preprocessors = [
@@ -73,7 +73,7 @@ def restoring_deleted_cells() -> Config:
 
 
 def keeping_going() -> Config:
-    """Learners' notebooks whose Run All goes on past a failing cell (autograder/keep_going.py)."""
+    """Learners' notebooks whose Run All goes on past a failing cell (autograder/engine/keep_going.py)."""
     c = Config()
     c.GenerateAssignment.preprocessors = [
         KeepGoing,
@@ -83,11 +83,11 @@ def keeping_going() -> Config:
 
 
 def sandboxed(workspace: Path, limits: Limits, warm: bool = True) -> Config:
-    """Autograding with every kernel in the sandbox (autograder/sandbox.py): the workspace hidden
+    """Autograding with every kernel in the sandbox (engine/kernels/sandbox.py): the workspace hidden
     but for the submission's own folder, no network, ``limits`` on memory and CPU time, and
-    caps on what it may leave in its folder (autograder/submission_files.py). Warm:
+    caps on what it may leave in its folder (autograder/engine/submission_files.py). Warm:
     each kernel forked from a zygote that has imported torch and the checks once per grading
-    process (autograder/zygote.py); cold: each kernel started and importing on its own."""
+    process (autograder/engine/kernels/zygote.py); cold: each kernel started and importing on its own."""
     c = executed_by(WarmExecute if warm else SandboxedExecute)
     manager = c.WarmKernelManager if warm else c.SandboxedKernelManager
     manager.hidden = [str(workspace.resolve())]
@@ -120,7 +120,7 @@ def course_config(
     ``run_everything``, grading runs the lessons' experiment cells too (by default it skips
     them: they change no score). ``db_url`` is the gradebook (any SQLAlchemy URL); by default a
     SQLite file in the workspace. ``warm`` forks sandboxed kernels from a zygote
-    (autograder/zygote.py) instead of starting each cold.
+    (autograder/engine/kernels/zygote.py) instead of starting each cold.
     """
     # nbgrader's autograde and feedback steps that follow no link in a submission's folder
     use_course_steps()
@@ -139,7 +139,7 @@ def course_config(
     c.merge(local_sockets())
     c.merge(executed_by(CourseExecute) if sandbox is None else sandboxed(workspace, sandbox, warm))
     c.CourseExecute.skip_experiments = not run_everything
-    # The graded notebook, which the Formgrader shows, runs nothing in a page (autograder/inert.py).
+    # The graded notebook, which the Formgrader shows, runs nothing in a page (autograder/engine/inert.py).
     execute, *after = c.Autograde.autograde_preprocessors
     c.Autograde.autograde_preprocessors = [execute, InertNotebook, *after]
     c.merge(keeping_going())
@@ -152,13 +152,13 @@ def course_config(
     c.IgnorePattern.enabled = True
     c.IgnorePattern.pattern = r"\w*Warning: "
     # Feedback shows the test cells without their hidden part: learners see what failed, not the answers.
-    # Notebooks graded before autograder/inert.py existed are made inert on the way too.
+    # Notebooks graded before autograder/engine/inert.py existed are made inert on the way too.
     c.GenerateFeedback.preprocessors = [
-        "autograder.inert.InertNotebook",
+        "autograder.engine.inert.InertNotebook",
         "nbgrader.preprocessors.GetGrades",
         "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
         "nbgrader.preprocessors.ClearHiddenTests",
     ]
-    # Feedback pages that open offline: formulas typeset, tables ruled (autograder/feedback_page.py)
+    # Feedback pages that open offline: formulas typeset, tables ruled (autograder/engine/feedback_page.py)
     c.merge(offline_feedback())
     return c

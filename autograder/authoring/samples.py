@@ -9,20 +9,19 @@ Each sample is a learner's notebook from course/ filled in as a learner would ha
     eve  03_attention as a corrupt file (cut short), 01_embedding perfect
     fay  03_attention, a correct solution that prints a warning while the tests run
 
-    python -m autograder.make_samples        # after changing a lesson or its exercises
+    python -m autograder.authoring.samples        # after changing a lesson or its exercises
 """
 
-import inspect
 import shutil
 import sys
 from pathlib import Path
 
 import nbformat
 
-import solutions
 from autograder import lessons
+from autograder.capstone import learner_code
 
-SAMPLES = Path(__file__).resolve().parent / "sample_submissions"
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_submissions"
 
 # lesson -> [(exercise, text in the reference code, what the learner wrote instead)]
 MISTAKE_EDITS = {
@@ -93,16 +92,6 @@ MISTAKE_EDITS = {
 }
 DELETED_CELL = ("03_attention", "test_scaled_dot_product_attention_mask")
 WARNING_LINE = '    import warnings\n\n    warnings.warn("this could be faster", UserWarning, stacklevel=1)\n'
-
-
-def learner_code(exercise: str) -> str:
-    """The reference definition as a learner would write it: no solution markers."""
-    source = inspect.getsource(getattr(solutions, exercise))
-    return "\n".join(
-        line
-        for line in source.splitlines()
-        if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
-    )
 
 
 def filled(lesson: str, edits: list[tuple[str, str, str]] = (), warn: bool = False) -> nbformat.NotebookNode:

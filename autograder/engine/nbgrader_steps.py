@@ -8,7 +8,7 @@ link). A link the learner's code left there would make them copy the gradebook i
 learner's feedback, chmod a file of the repository, or write the graded notebook over the
 gradebook. The course's converters do the same steps without following anything:
 
-- the copy takes regular files only (autograder/submission_files.py: ``copy_file``), and logs
+- the copy takes regular files only (autograder/engine/submission_files.py: ``copy_file``), and logs
   each thing it leaves out; feedback copies no file at all, only writes its pages;
 - the permission step changes the files themselves (``follow_symlinks=False``): a link is
   left as it is, its target untouched;
@@ -16,7 +16,7 @@ gradebook. The course's converters do the same steps without following anything:
   creates a new file: the path is the grader's, whatever the submission left at it.
 
 By the time these steps run, the kernel has ended and its folder has been cleaned
-(autograder/sandbox.py, autograder/zygote.py): no link is left there. These steps hold also
+(engine/kernels/sandbox.py, zygote.py): no link is left there. These steps hold also
 where a folder was not cleaned (grading with --unsafe, a submission's own files).
 
 ``use_course_steps`` makes nbgrader's command line, its API and the Formgrader build them:
@@ -33,7 +33,7 @@ import nbgrader.apps.generatefeedbackapp
 from nbgrader.converters import Autograde, BaseConverter, GenerateFeedback
 from nbgrader.utils import find_all_files
 
-from autograder.submission_files import copy_file
+from autograder.engine.submission_files import copy_file
 
 GROUP_SHARED = 0o2770  # what nbgrader adds to a folder's mode when the course is group-shared
 
@@ -97,7 +97,7 @@ class CourseAutograde(Autograde, NoFollowSteps):
 class CourseFeedback(GenerateFeedback, NoFollowSteps):
     """nbgrader's GenerateFeedback; its permission step and its writer follow no link, and it
     copies none of the graded folder's other files: a feedback page holds its figures and
-    formulas (autograder/feedback_page.py), and what a kernel left behind stays with the grader."""
+    formulas (autograder/engine/feedback_page.py), and what a kernel left behind stays with the grader."""
 
     def init_assignment(self, assignment_id: str, student_id: str) -> None:
         """Nothing to prepare: no file but the pages goes into the feedback folder."""

@@ -5,7 +5,7 @@ replace the checks, ``torch.allclose`` or anything else they use. So the judge r
 test cell once more in the grader's own process, which never executes learner code: the
 checks and hidden tests are imported here, and the learner's definitions
 (``MultiHeadAttention``, ``greedy_decode``, ...) are reached in the kernel through
-``autograder.remote``, by sending inputs and receiving outputs as data.
+``autograder.engine.remote``, by sending inputs and receiving outputs as data.
 
 The judge runs each test cell right after the notebook ran it, so it sees the learner's
 definitions as that cell saw them. The points need both verdicts: a test cell that passed in
@@ -36,13 +36,18 @@ from jupyter_core.utils import run_sync
 from nbformat import NotebookNode
 
 from autograder.checks.core import CheckFailure
+from autograder.checks.device import exact_matmul
+from autograder.engine.remote import Channel, Endpoint, Refused, models_read_only
 from autograder.grading import grading_imports, lesson_of
 from autograder.hidden.core import SEED_VARIABLE, new_seed, seeded
-from autograder.remote import Channel, Endpoint, Refused, models_read_only
 
 JUDGE_METADATA = "course_judge"
 CONNECT_TIMEOUT_S = 20  # for the kernel to start serving; it is idle, so this is generous
-SERVE = "__import__('autograder.remote', fromlist=['serve']).serve({path!r}, globals())"
+# the kernel's side of the judge's connection: the learner's code computes with TF32 off, as the checks do
+SERVE = (
+    "__import__('autograder.engine.remote', fromlist=['serve']).serve({path!r}, globals(), "
+    "__import__('autograder.checks.device', fromlist=['exact_matmul']).exact_matmul)"
+)
 SEED = "__import__('os').environ[{variable!r}] = {seed!r}"  # the kernel's hidden tests draw from it
 
 
@@ -102,7 +107,7 @@ class Judge:
         self.path = str((folder or Path(self._scratch.name)) / "judge.sock")
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(self.path)
-        # the kernel may run as another user (autograder/sandbox.py) and must write to connect;
+        # the kernel may run as another user (autograder/engine/kernels/sandbox.py) and must write to connect;
         # its folder is the kernel's private one, closed to anyone else
         Path(self.path).chmod(0o666)
         self.listener.listen(1)
@@ -157,7 +162,7 @@ class Judge:
         else:
             channel = Channel(connection)
             channel.deadline = time.monotonic() + self.timeout_s
-            endpoint = Endpoint(channel, guard=models_read_only)
+            endpoint = Endpoint(channel, guard=models_read_only, calls_within=exact_matmul)
             verdict = run_test_cell(source, grade_id, self.namespace, endpoint, self.seed)
             with contextlib.suppress(OSError):
                 endpoint.say_goodbye()

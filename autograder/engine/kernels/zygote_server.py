@@ -1,6 +1,6 @@
 """The zygote: the Python process inside a grading sandbox that forks one kernel per notebook.
 
-autograder/zygote.py starts it (``python -P -m autograder.zygote_server``) as the sandbox's
+zygote.py starts it (``python -P -m autograder.engine.kernels.zygote_server``) as the sandbox's
 process 1, with its command pipe as stdin and stdout. It reads its configuration, imports
 what every grading kernel imports (ipykernel, IPython, torch, matplotlib, ...), then serves
 requests, one JSON object a line each way:

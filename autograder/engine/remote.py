@@ -1,6 +1,6 @@
 """Calls between two processes that share no memory, as data only.
 
-The judge (autograder/judge.py) grades a submission without running any of its code: the
+The judge (autograder/engine/judge.py) grades a submission without running any of its code: the
 learner's definitions stay in the grading kernel, and the judge reaches them through this
 module. Both ends hold an ``Endpoint`` on one connected Unix socket. An end asks the other
 to look up a name, read or set an attribute, call an object, index it, take its length or
@@ -222,8 +222,15 @@ def models_read_only(operation: str, target: Any, name: str | None) -> None:
 class Endpoint:
     """One end of the connection: answers the other end's requests and makes its own."""
 
-    def __init__(self, channel: Channel, namespace: dict | None = None, guard: Guard = allow_all):
+    def __init__(
+        self,
+        channel: Channel,
+        namespace: dict | None = None,
+        guard: Guard = allow_all,
+        calls_within: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+    ):
         self.channel = channel
+        self.calls_within = calls_within  # how every call asked of this end runs (the checks' precision)
         self.namespace = namespace if namespace is not None else {}
         self.guard = guard
         self._exported: dict[int, Any] = {}  # handle -> object, for the other end
@@ -408,7 +415,7 @@ class Endpoint:
             setattr(target, name, field["value"])
             return None
         if operation == "call":
-            with torch.set_grad_enabled(bool(field.get("grad", False))), _exact_matmul():
+            with torch.set_grad_enabled(bool(field.get("grad", False))), self.calls_within():
                 return target(*field["args"], **field["kwargs"])
         if operation == "getitem":
             return target[field["key"]]
@@ -434,14 +441,6 @@ def _limited(items: Iterator) -> Iterator:
         if count >= MAX_ITEMS:
             raise ValueError(f"an iterator of more than {MAX_ITEMS} items")
         yield item
-
-
-@contextlib.contextmanager
-def _exact_matmul() -> Iterator[None]:
-    from autograder.checks.device import exact_matmul  # the checks compute this way too
-
-    with exact_matmul():
-        yield
 
 
 class RemoteObject:
@@ -508,16 +507,16 @@ def _proxy_class(name: str) -> type:
     return type(name if name.isidentifier() else "RemoteObject", (RemoteObject,), {"__slots__": ()})
 
 
-def connect(path: str, namespace: dict | None = None, guard: Guard = allow_all) -> Endpoint:
-    """An endpoint on the Unix socket at ``path`` (where the other end listens)."""
+def serve(
+    path: str,
+    namespace: dict,
+    calls_within: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+) -> None:
+    """The kernel's side: answer the judge at ``path`` about the names in ``namespace``, each call
+    made within ``calls_within()``."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(path)
-    return Endpoint(Channel(sock), namespace, guard)
-
-
-def serve(path: str, namespace: dict) -> None:
-    """The kernel's side: answer the judge at ``path`` about the names in ``namespace``."""
-    endpoint = connect(path, namespace)
+    endpoint = Endpoint(Channel(sock), namespace, calls_within=calls_within)
     try:
         endpoint.serve()
     finally:

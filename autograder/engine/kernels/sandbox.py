@@ -16,7 +16,7 @@ therefore starts inside bubblewrap (`bwrap`, Debian's package `bubblewrap`):
   the grader, in a user namespace of its own;
 - an environment of its own: only the grader's variables that a kernel needs
   (``kernel_environment``), never its passwords, tokens or keys;
-- no keyring: a seccomp filter (autograder/seccomp.py) refuses the keyring's system calls,
+- no keyring: a seccomp filter (autograder/engine/kernels/seccomp.py) refuses the keyring's system calls,
   through which one user's kernels could pass each other keys;
 - limits on memory (private writable memory, RLIMIT_DATA, per process), CPU time
   (RLIMIT_CPU) and open files (RLIMIT_NOFILE), set by the instructor (`Limits`); where a
@@ -28,6 +28,7 @@ all it shares with the outside. Where bubblewrap cannot run, `problem()` says wh
 """
 
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -46,10 +47,10 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Float, Integer, List, Unicode
 
-from autograder import seccomp
+from autograder.engine.kernels import seccomp
+from autograder.engine.submission_files import FILES_METADATA, Caps, clean
 from autograder.grading import experiments, is_test_cell, lesson_of
 from autograder.lessons import ROOT
-from autograder.submission_files import FILES_METADATA, Caps, clean
 
 INSTALL_HINT = "install it (Debian and Ubuntu: `apt-get install bubblewrap`)"
 
@@ -270,7 +271,7 @@ def problem() -> str | None:
         return f"bubblewrap cannot create namespaces on this machine ({reason})"
     if not seccomp.supported():
         known = ", ".join(seccomp.ARCHITECTURES)
-        return f"autograder/seccomp.py has no filter for this machine's architecture (it knows {known})"
+        return f"the sandbox's seccomp filter knows no {platform.machine()} (it knows {known})"
     return None
 
 
@@ -448,7 +449,7 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         """Once the kernel has ended: its private folder and task group removed, and what it left
-        in its working folder cleaned (autograder/submission_files.py), its lines kept in
+        in its working folder cleaned (autograder/engine/submission_files.py), its lines kept in
         ``left_behind``. Runs again, harmlessly, when nbclient calls it after a shutdown."""
         await super()._async_cleanup_resources(restart=restart)
         if not restart:
@@ -482,7 +483,7 @@ SKIPPED_NOTE = "(Not run while grading: this cell neither defines nor tests anyt
 
 class CourseExecute(Execute):
     """nbgrader's Execute step; when the kernel dies, the error says in which cell; right after
-    each test cell, the independent judge (autograder/judge.py) runs it again outside the
+    each test cell, the independent judge (autograder/engine/judge.py) runs it again outside the
     kernel, and a test cell that passed only inside it is failed with the judge's reason.
     The lesson's experiment cells (figures, timings) are skipped, as the source notebook marks
     them (grading.experiments); a learner's own cells always run."""
@@ -498,7 +499,7 @@ class CourseExecute(Execute):
         NotebookClient.__init__(self, nb, km)
         self.reset_execution_trackers()
         self._check_assign_resources(resources)
-        from autograder import judge  # imports torch and the checks: only when grading
+        from autograder.engine import judge  # imports torch and the checks: only when grading
 
         self._exited_in = None
         with self.setup_kernel():

@@ -1,4 +1,4 @@
-// Typesets the TeX of feedback pages into inline SVG, for autograder/feedback_page.py.
+// Typesets the TeX of feedback pages into inline SVG, for autograder/engine/feedback_page.py.
 //
 // One process serves a whole batch of pages. Its first line on stdout is {"css": ...}: the
 // rules that the SVG output needs on the page. Then, for each line read on stdin,

@@ -1,8 +1,8 @@
 """Warm grading kernels: one zygote per grading process, one forked kernel per notebook.
 
-A cold grading kernel (autograder/sandbox.py) spends about a second starting and three
+A cold grading kernel (autograder/engine/kernels/sandbox.py) spends about a second starting and three
 importing torch, matplotlib and the checks. Here those imports happen once per grading
-process, in a zygote (autograder/zygote_server.py) that lives in a sandbox like a cold
+process, in a zygote (autograder/engine/kernels/zygote_server.py) that lives in a sandbox like a cold
 kernel's and forks a kernel for each notebook; no notebook sees what another left:
 
 - the sandbox is ``sandbox.wrap``'s, with the same hidden, private and readable folders,
@@ -50,8 +50,10 @@ from jupyter_client.provisioning import LocalProvisioner
 from jupyter_core.paths import jupyter_runtime_dir
 from traitlets import Float, Integer, List, Unicode
 
-from autograder import grading, lessons, seccomp, submission_files
-from autograder.sandbox import (
+from autograder import grading, lessons
+from autograder.engine import submission_files
+from autograder.engine.kernels import seccomp
+from autograder.engine.kernels.sandbox import (
     CourseExecute,
     Group,
     Limits,
@@ -63,8 +65,8 @@ from autograder.sandbox import (
     sandbox_group,
     wrap,
 )
-from autograder.sandbox import problem as sandbox_problem
-from autograder.submission_files import Caps
+from autograder.engine.kernels.sandbox import problem as sandbox_problem
+from autograder.engine.submission_files import Caps
 
 # Options of bwrap's added to sandbox.wrap's (which drops every capability already): the
 # zygote is process 1 (no bwrap init holding the pipe's other ends, and no signal from a
@@ -144,7 +146,7 @@ class Home:
     def enter(self, folder: Path, hidden: tuple[str, ...]) -> Path:
         """Copy the notebook's ``folder`` into the slot, at its path below the hidden folder
         that holds it (its name alone when none does); return where the kernel finds it. Only
-        its regular files and folders, none followed (autograder/submission_files.py): the
+        its regular files and folders, none followed (autograder/engine/submission_files.py): the
         course's steps leave nothing else there, and anything else is left out."""
         base = next((Path(h) for h in hidden if folder.is_relative_to(h)), folder.parent)
         inside = self.slot / folder.relative_to(base)
@@ -220,7 +222,7 @@ class Zygote:
         its per-process limits: the zygote imports for seconds and serves for hours, and each
         kernel sets the limits for itself (which no process in the sandbox can raise)."""
         sandbox = wrap(
-            [self.spec.python, "-P", "-m", "autograder.zygote_server"],
+            [self.spec.python, "-P", "-m", "autograder.engine.kernels.zygote_server"],
             writable=[home.run, home.slot],
             hidden=[Path(folder) for folder in self.spec.hidden],
             limits=self.spec.limits,
@@ -495,7 +497,7 @@ class ZygoteProvisioner(LocalProvisioner):
 
     def finish(self) -> None:
         """Reset the zygote (no process of the kernel's is left after), copy the kernel's
-        folder back (what autograder/submission_files.py keeps of it; the lines of what not go
+        folder back (what autograder/engine/submission_files.py keeps of it; the lines of what not go
         to the manager's ``left_behind``) and empty the home; nothing when the kernel was
         finished already."""
         if self.zygote is None:
