@@ -91,7 +91,8 @@ def _add_jobs(step: argparse.ArgumentParser) -> None:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The command line: the workspace, the gradebook, the sandbox's limits, then one step."""
     parser = argparse.ArgumentParser(
         prog="python -m autograder", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -181,30 +182,23 @@ def main(argv: list[str] | None = None) -> int:
     demo_parser = steps.add_parser("demo", help="run everything on the bundled sample submissions")
     demo_parser.add_argument("--into", type=Path, default=Path("workspace/demo"), help="scratch workspace")
     _add_jobs(demo_parser)
-    args = parser.parse_args(argv)
+    return parser
 
-    sandbox = (
-        None
-        if args.unsafe
-        else Limits(
-            args.memory_gib, args.cpu_s, args.open_files, args.tasks, args.folder_mib, args.folder_files
-        )
+
+def _sandbox(args: argparse.Namespace) -> Limits | None:
+    """The limits the instructor set (None with --unsafe: no sandbox)."""
+    if args.unsafe:
+        return None
+    return Limits(
+        args.memory_gib, args.cpu_s, args.open_files, args.tasks, args.folder_mib, args.folder_files
     )
-    warm = not args.cold_kernels
-    try:
-        if args.step == "demo":
-            return demo(args.into, sandbox, args.run_everything, args.jobs, warm)
-        pipeline = Pipeline(
-            args.workspace, sandbox=sandbox, run_everything=args.run_everything, db_url=args.db, warm=warm
-        )
-    except SandboxUnavailable as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+
+
+def _step(pipeline: Pipeline, args: argparse.Namespace) -> None:
+    """Run the one step asked for, and print what it made."""
     if args.step == "release":
         pipeline.release(args.lessons or lessons.written_lessons())
     elif args.step == "collect":
-        if bool(args.folder) == bool(args.zip) or (args.zip and not args.lesson):
-            parser.error("collect takes either --folder DIR, or --zip FILE with --lesson NAME")
         if args.folder:
             pipeline.collect_folder(args.folder)
         else:
@@ -222,6 +216,28 @@ def main(argv: list[str] | None = None) -> int:
         print((args.workspace / "problems.csv").read_text())
     elif args.step in ("collect", "autograde"):
         _print_problems(pipeline)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.step == "collect" and (bool(args.folder) == bool(args.zip) or (args.zip and not args.lesson)):
+        parser.error("collect takes either --folder DIR, or --zip FILE with --lesson NAME")
+    warm = not args.cold_kernels
+    try:
+        if args.step == "demo":
+            return demo(args.into, _sandbox(args), args.run_everything, args.jobs, warm)
+        pipeline = Pipeline(
+            args.workspace,
+            sandbox=_sandbox(args),
+            run_everything=args.run_everything,
+            db_url=args.db,
+            warm=warm,
+        )
+    except SandboxUnavailable as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    _step(pipeline, args)
     return 0
 
 

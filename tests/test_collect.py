@@ -87,13 +87,16 @@ def test_a_runaway_submission_costs_only_itself(tmp_path):
     ), problem.what
 
 
-def test_a_failed_run_is_named_by_the_last_error_line_of_its_log():
-    from autograder.engine.pipeline import _failure_reason
+def test_a_failed_run_is_named_by_what_stopped_it_not_by_its_log():
+    from nbgrader.converters.base import NbGraderException
 
-    log = "[INFO] converting\nTraceback (most recent call last):\n  File 'x'\n"
-    log += "NbGraderException: no gradebook entry\n"
-    assert _failure_reason({"log": log, "error": None}) == "NbGraderException: no gradebook entry"
-    assert _failure_reason({"log": "", "error": ""}) == "nbgrader gave no reason"
-    log = "[ERROR] GradingStopped: the kernel exited while running the test cell test_x\n"
-    log += "NbGraderException: Please see the the above traceback for details on the specific errors\n"
-    assert _failure_reason({"log": log}) == "the kernel exited while running the test cell test_x"
+    from autograder.engine.execute import GradingStopped
+    from autograder.engine.submission import failure_reason
+
+    stopped = GradingStopped("the kernel exited while running the test cell test_x")
+    assert failure_reason(stopped) == "the kernel exited while running the test cell test_x"
+    assert (
+        failure_reason(NbGraderException("no gradebook entry\nmore"))
+        == "NbGraderException: no gradebook entry"
+    )
+    assert failure_reason(KeyError()) == "KeyError"

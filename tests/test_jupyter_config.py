@@ -42,7 +42,7 @@ def _load(path: Path):
 
 def test_the_repository_config_is_the_pipelines_default():
     from autograder.engine.kernels.sandbox import Limits
-    from autograder.engine.pipeline import Setup
+    from autograder.engine.submission import Setup
 
     config, steps = _load(ROOT_CONFIG)
     workspace = lessons.ROOT / "workspace"

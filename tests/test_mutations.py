@@ -84,8 +84,10 @@ MISTAKE_CASES = [(e, m) for e, mistakes in CATALOGUE.items() for m in mistakes]
 def test_every_exercise_has_checks_mistakes_and_hidden_tests():
     from autograder.lessons import EXERCISES
 
-    written = [e for lesson in EXERCISES.values() for e in lesson if e in CHECKS]
+    written = [e for lesson in written_lessons() for e in EXERCISES[lesson]]
+    assert written, "no lesson is written"
     for exercise in written:
+        assert CHECKS.get(exercise), f"{exercise} has no test cell with visible checks"
         assert CATALOGUE.get(exercise), f"{exercise} has no catalogued mistakes"
         assert HIDDEN.get(exercise), f"{exercise} has no hidden tests"
 

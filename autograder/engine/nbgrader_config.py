@@ -14,10 +14,11 @@ from nbgrader.converters import Autograde, GenerateAssignment
 from nbgrader.preprocessors import Execute, OverwriteCells
 from traitlets.config import Config
 
+from autograder.engine.execute import CourseExecute
 from autograder.engine.feedback_page import offline_feedback
 from autograder.engine.inert import InertNotebook
 from autograder.engine.keep_going import KeepGoing
-from autograder.engine.kernels.sandbox import CourseExecute, Limits, SandboxedExecute
+from autograder.engine.kernels.sandbox import Limits, SandboxedExecute
 from autograder.engine.kernels.zygote import WarmExecute
 from autograder.engine.nbgrader_steps import use_course_steps
 from autograder.engine.overwrite import RestoringOverwriteCells

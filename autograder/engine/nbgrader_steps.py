@@ -27,6 +27,7 @@ import os
 import stat
 from pathlib import Path
 
+import nbformat
 import nbgrader.apps.api
 import nbgrader.apps.autogradeapp
 import nbgrader.apps.generatefeedbackapp
@@ -91,7 +92,33 @@ class NoFollowSteps(BaseConverter):
 
 class CourseAutograde(Autograde, NoFollowSteps):
     """nbgrader's Autograde; its copy of the submission's files, its permission step and its
-    writer follow no link (Autograde's own init_assignment calls NoFollowSteps')."""
+    writer follow no link (Autograde's own init_assignment calls NoFollowSteps'). It keeps what
+    it made as values, for autograder/engine/submission.py: ``graded``, the graded notebooks as
+    written, and ``failure``, the first error that stopped it (nbgrader logs it and goes on)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.graded: list[nbformat.NotebookNode] = []
+        self.failure: BaseException | None = None
+
+    def init_assignment(self, assignment_id: str, student_id: str) -> None:
+        try:
+            super().init_assignment(assignment_id, student_id)
+        except Exception as error:
+            self.failure = self.failure or error
+            raise
+
+    def convert_single_notebook(self, notebook_filename: str) -> None:
+        try:
+            super().convert_single_notebook(notebook_filename)
+        except Exception as error:
+            self.failure = self.failure or error
+            raise
+
+    def write_single_notebook(self, output: str, resources: dict) -> None:
+        super().write_single_notebook(output, resources)
+        if not self._sanitizing:  # the graded notebook, not the sanitised copy written before it
+            self.graded.append(nbformat.reads(output, as_version=4))
 
 
 class CourseFeedback(GenerateFeedback, NoFollowSteps):

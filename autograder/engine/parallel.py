@@ -1,8 +1,8 @@
 """Grading many submissions at once: worker processes on this machine, or a Dask cluster.
 
-Each submission is one task, ``grade_task(setup, lesson, student)``: a worker rebuilds the
-instructor's ``Pipeline`` from its picklable ``Setup`` once, then grades one submission per
-task with it, in its own sandboxed kernel, exactly as the sequential loop would. Tasks share
+Each submission is one task, ``grade_task(setup, lesson, student)``: a worker grades it with
+``submission.grade`` and the picklable ``Setup`` of the instructor's pipeline, in its own
+sandboxed kernel, exactly as the sequential loop would, and sends back its ``Graded`` value. Tasks share
 nothing but the gradebook (SQLite waits for a writer; PostgreSQL takes writers at once) and
 the workspace's folders, each task writing only its own submission's.
 
@@ -17,21 +17,17 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 
-from autograder.engine.pipeline import Graded, Pipeline, Problem, Setup
+from autograder.engine.submission import Graded, Problem, Setup, grade
 
-_PIPELINES: dict[Setup, Pipeline] = {}  # one per worker process and setup, built on its first task
 # One submission at a time per process (a process has one zygote, autograder/engine/kernels/zygote.py), even
 # on a Dask worker that runs several tasks at once in threads: start those with --nthreads 1.
 _ONE_AT_A_TIME = threading.Lock()
 
 
 def grade_task(setup: Setup, lesson: str, student: str) -> Graded:
-    """Grade one submission in this process, with the Pipeline that ``setup`` describes."""
+    """Grade one submission in this process, as ``setup`` says."""
     with _ONE_AT_A_TIME:
-        pipeline = _PIPELINES.get(setup)
-        if pipeline is None:
-            pipeline = _PIPELINES[setup] = Pipeline.from_setup(setup, log=lambda _: None)
-        return pipeline.grade(lesson, student)
+        return grade(setup, lesson, student)
 
 
 def _start_worker(threads: int) -> None:
@@ -45,7 +41,7 @@ def _start_worker(threads: int) -> None:
 
 def _lost(lesson: str, student: str, how: str) -> Graded:
     what = f"autograding failed: {how} (out of memory?); not graded"
-    return Graded(lesson, student, [Problem(student, lesson, what)], 0.0, 0.0)
+    return Graded(lesson, student, {}, [Problem(student, lesson, what)], failure=how)
 
 
 def on_processes(setup: Setup, pairs: list[tuple[str, str]], jobs: int) -> Iterator[Graded]:

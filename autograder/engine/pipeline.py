@@ -17,7 +17,6 @@ import stat
 import time
 import warnings
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -25,15 +24,13 @@ import sqlalchemy.exc
 from nbformat.warnings import MissingIDFieldWarning
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.apps import NbGraderAPI
-from traitlets.config import Config
 
 from autograder import lessons
-from autograder.engine.flags import Flag, flags
-from autograder.engine.judge import JUDGE_METADATA
+from autograder.engine import parallel, submission
 from autograder.engine.kernels.sandbox import Limits
 from autograder.engine.kernels.sandbox import problem as sandbox_problem
-from autograder.engine.nbgrader_config import CELL_TIMEOUT_S, course_config
-from autograder.engine.submission_files import FILES_METADATA
+from autograder.engine.nbgrader_config import CELL_TIMEOUT_S
+from autograder.engine.submission import Graded, Problem, Setup
 
 # How an LMS download names each file, tried in order: Blackboard's
 # <assignment>_<student>_attempt_<timestamp>_<notebook>.ipynb (the example in nbgrader's
@@ -54,30 +51,6 @@ warnings.filterwarnings("ignore", category=sqlalchemy.exc.SAWarning)
 warnings.filterwarnings("ignore", category=MissingIDFieldWarning)
 
 
-@dataclass(frozen=True)
-class Setup:
-    """Everything that makes a Pipeline grade as it does: picklable, so that a worker process
-    or a Dask worker rebuilds the same Pipeline and grades exactly as this process would."""
-
-    workspace: Path
-    release: Path
-    cell_timeout_s: int
-    sandbox: Limits | None
-    run_everything: bool
-    db_url: str
-    warm: bool
-
-    def config(self) -> Config:
-        """nbgrader's configuration for this Setup (autograder/engine/nbgrader_config.py), whose
-        parameters are this Setup's fields, by name."""
-        return course_config(**vars(self))
-
-    def config_file(self) -> str:
-        """The text of an nbgrader_config.py that configures nbgrader as this Setup does (its repr
-        is the Python that rebuilds it)."""
-        return CONFIG_FILE.format(setup=repr(self))
-
-
 # What the pipeline writes into its workspace, so that nbgrader's own tools started there (the
 # Formgrader of `make formgrader`, `nbgrader` commands) grade and validate as the pipeline does.
 CONFIG_FILE = """\
@@ -87,13 +60,15 @@ CONFIG_FILE = """\
 import os
 from pathlib import PosixPath
 
-from autograder.engine.pipeline import Setup
 from autograder.engine.kernels.sandbox import Limits
+from autograder.engine.submission import Setup, answer_formgrader
 from autograder.engine.validate import validate_as_graded
 
 os.environ.setdefault("COURSE_DEVICE", "cpu")  # kernels and judge on the CPU, as the pipeline grades
+setup = {setup}
 c = get_config()  # noqa: F821 (Jupyter's configuration loader provides it)
-c.merge({setup}.config())
+c.merge(setup.config())
+answer_formgrader(setup)  # the Autograde button grades as the pipeline does, in one call
 validate_as_graded()
 """
 
@@ -109,15 +84,6 @@ def _write_config_file(path: Path, text: str) -> None:
     partial.replace(path)
 
 
-@dataclass(frozen=True)
-class Problem:
-    """A submission that could not be graded as handed in, and why."""
-
-    student: str
-    lesson: str
-    what: str
-
-
 def _readable(path: Path) -> str | None:
     """None when the file is a valid notebook, else the reason it is not."""
     try:
@@ -126,32 +92,6 @@ def _readable(path: Path) -> str | None:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         return f"{path.name} is not a valid notebook ({type(error).__name__}: {reason[:160]}); not graded"
     return None
-
-
-# nbgrader's own lines around every failure, which name no reason
-GENERIC = ("see the the above traceback", "There was an error processing assignment")
-
-
-def _failure_reason(result: dict) -> str:
-    """The last error line of nbgrader's log: why it could not grade a submission."""
-    text = f"{result.get('log') or ''}\n{result.get('error') or ''}"
-    lines = [line.strip() for line in text.splitlines() if line.strip() and "Traceback" not in line]
-    stopped = [line.split("GradingStopped: ", 1)[1] for line in lines if "GradingStopped: " in line]
-    if stopped:  # the kernel ended or would not stop: CourseExecute says in which cell
-        return stopped[-1][:240]
-    errors = [line for line in lines if "rror" in line and not any(g in line for g in GENERIC)]
-    return (errors or lines or ["nbgrader gave no reason"])[-1][:240]
-
-
-@dataclass(frozen=True)
-class Graded:
-    """One submission graded: what went wrong with it (if anything), and how long it took."""
-
-    lesson: str
-    student: str
-    problems: list[Problem]
-    seconds: float
-    judge_seconds: float
 
 
 def sqlite_url(workspace: Path) -> str:
@@ -219,7 +159,7 @@ class Pipeline:
             warm,
         )
         self.api = NbGraderAPI(config=self.setup.config())
-        _write_config_file(self.workspace / "nbgrader_config.py", self.setup.config_file())
+        _write_config_file(self.workspace / "nbgrader_config.py", CONFIG_FILE.format(setup=repr(self.setup)))
         # nbgrader logs to the shared "traitlets" logger: nothing of it reaches the terminal (each
         # failure gets one line in the problems), but its errors still reach the captured log
         # of a failed run, which says why it failed
@@ -227,11 +167,6 @@ class Pipeline:
         self.api.log.propagate = False
         self.problems: list[Problem] = []
         self.log = log
-
-    @classmethod
-    def from_setup(cls, setup: Setup, log=print) -> "Pipeline":
-        """The Pipeline that ``setup`` describes (in a worker process, say)."""
-        return cls(log=log, **vars(setup))  # the Pipeline's parameters are the Setup's fields
 
     def gradebook(self) -> Gradebook:
         """A connection to this course's gradebook (use it in a ``with`` block)."""
@@ -346,50 +281,10 @@ class Pipeline:
         }
         return [grade_id for grade_id in wanted if grade_id not in present]
 
-    def _flags(self, lesson: str, student: str) -> list[Flag]:
-        """Shortcuts in the submitted notebooks, read from their code (autograder/engine/flags.py)."""
-        folder = self.submitted / student / lesson
-        return [flag for path in sorted(folder.glob("*.ipynb")) for flag in flags(nbformat.read(path, 4))]
-
     def released(self) -> set[str]:
         """The lessons recorded in this workspace's gradebook by `release`."""
         with self.gradebook() as gb:
             return {assignment.name for assignment in gb.assignments}
-
-    def _graded_notebooks(self, lesson: str, student: str) -> list[Path]:
-        """The graded notebooks of a submission: those handed in, as nbgrader wrote them. A
-        notebook the kernel itself left in its folder is never read as one of them."""
-        handed_in = sorted((self.submitted / student / lesson).glob("*.ipynb"))
-        graded = [self.workspace / "autograded" / student / lesson / path.name for path in handed_in]
-        return [path for path in graded if path.is_file()]
-
-    def _timed_out_cells(self, lesson: str, student: str) -> list[str]:
-        """Cells that nbgrader interrupted at the time limit, in the graded notebook."""
-        return [
-            cell.metadata.get("nbgrader", {}).get("grade_id", f"cell {index}")
-            for path in self._graded_notebooks(lesson, student)
-            for index, cell in enumerate(nbformat.read(path, as_version=4).cells)
-            if any(output.get("ename") == "CellTimeoutError" for output in cell.get("outputs", []))
-        ]
-
-    def _judged(self, lesson: str, student: str) -> tuple[dict[str, str], float]:
-        """The test cells that passed inside the notebook and failed before the independent
-        judge (grade_id -> the judge's reason), and the seconds the judge took."""
-        overruled, seconds = {}, 0.0
-        for path in self._graded_notebooks(lesson, student):
-            record = nbformat.read(path, as_version=4).metadata.get(JUDGE_METADATA, {})
-            overruled |= record.get("overruled", {})
-            seconds += record.get("seconds", 0.0)
-        return overruled, seconds
-
-    def _left_behind(self, lesson: str, student: str) -> list[str]:
-        """What the grading kernels left in the submission's folder and the grader did not keep,
-        a line each ("left a symbolic link ...": autograder/engine/submission_files.py)."""
-        return [
-            line
-            for path in self._graded_notebooks(lesson, student)
-            for line in nbformat.read(path, as_version=4).metadata.get(FILES_METADATA, [])
-        ]
 
     def autograde(self, jobs: int = 1, scheduler: str | None = None) -> None:
         """Grade every submission taken in; one that fails costs only itself.
@@ -397,8 +292,6 @@ class Pipeline:
         ``jobs`` worker processes grade at once on this machine (autograder/engine/parallel.py); with
         ``scheduler`` (a Dask scheduler's address), the workers of that cluster grade instead.
         """
-        from autograder.engine import parallel  # imports Dask only when grading
-
         pairs = self._gradable(self.submissions())
         with self.gradebook() as gb:  # made here, once, not by workers racing to create them
             for student in sorted({student for _, student in pairs}):
@@ -408,7 +301,7 @@ class Pipeline:
         elif jobs > 1:
             graded = parallel.on_processes(self.setup, pairs, jobs)
         else:
-            graded = (self.grade(lesson, student) for lesson, student in pairs)
+            graded = (submission.grade(self.setup, lesson, student) for lesson, student in pairs)
         start = time.perf_counter()
         for index, outcome in enumerate(graded, 1):
             self.problems += outcome.problems
@@ -433,30 +326,12 @@ class Pipeline:
                 self.problems.append(
                     Problem(student, lesson, f"deleted test cells restored and graded: {restored}")
                 )
-            for flag in self._flags(lesson, student):
-                self.problems.append(Problem(student, lesson, f"flagged, cell {flag.cell}: {flag.reason}"))
             gradable.append((lesson, student))
         return gradable
 
     def grade(self, lesson: str, student: str) -> Graded:
-        """Autograde one submission, and say what went wrong with it (if anything)."""
-        start = time.perf_counter()
-        problems = []
-        result = self.api.autograde(lesson, student, force=True, create=True)
-        stopped = self._timed_out_cells(lesson, student) if result["success"] else []
-        if stopped:
-            cells = ", ".join(stopped)
-            what = f"cells stopped after {self.setup.cell_timeout_s} s (an endless loop?), scored 0: {cells}"
-            problems.append(Problem(student, lesson, what))
-        if not result["success"]:
-            problems.append(Problem(student, lesson, f"autograding failed: {_failure_reason(result)}"))
-        overruled, judged_s = self._judged(lesson, student) if result["success"] else ({}, 0.0)
-        for cell, reason in overruled.items():
-            verdict = f"passed in the notebook, not before the judge: {reason}"
-            problems.append(Problem(student, lesson, f"tampering suspected, cell {cell}: {verdict}"))
-        left = self._left_behind(lesson, student) if result["success"] else []
-        problems += [Problem(student, lesson, line) for line in left]
-        return Graded(lesson, student, problems, time.perf_counter() - start, judged_s)
+        """Autograde one submission (autograder/engine/submission.py) and return its verdict."""
+        return submission.grade(self.setup, lesson, student)
 
     def feedback(self) -> list[Path]:
         """HTML feedback for every graded submission; returns the files written."""

@@ -16,7 +16,7 @@ from pathlib import Path
 from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, IgnorePattern
 from nbgrader.validator import Validator
 
-from autograder.engine.kernels.sandbox import CourseExecute
+from autograder.engine.execute import CourseExecute
 
 
 class ValidateExecute(CourseExecute):

@@ -40,16 +40,11 @@ from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.paths import jupyter_runtime_dir
-from nbclient import NotebookClient
-from nbclient.exceptions import CellTimeoutError, DeadKernelError
-from nbformat import NotebookNode
-from nbformat.v4 import new_output
-from nbgrader.preprocessors import Execute
-from traitlets import Bool, Float, Integer, List, Unicode
+from traitlets import Float, Integer, List, Unicode
 
+from autograder.engine.execute import CourseExecute
 from autograder.engine.kernels import seccomp
-from autograder.engine.submission_files import FILES_METADATA, Caps, clean
-from autograder.grading import experiments, is_test_cell, lesson_of
+from autograder.engine.submission_files import Caps, clean
 from autograder.lessons import ROOT
 
 INSTALL_HINT = "install it (Debian and Ubuntu: `apt-get install bubblewrap`)"
@@ -462,91 +457,6 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     # nbclient calls the public name after a kernel died; the base class bound it to its own method
     cleanup_resources = _async_cleanup_resources
-
-
-class GradingStopped(RuntimeError):
-    """Grading of a notebook stopped at one cell; the message says which, and why, in plain words."""
-
-
-def describe(cell: NotebookNode, index: int) -> str:
-    """'the solution cell of Embedding', 'the test cell test_x', 'cell 7 (added by the learner)'."""
-    meta = cell.metadata.get("nbgrader", {})
-    if meta.get("solution"):
-        return f"the solution cell of {meta['grade_id']}"
-    if meta.get("grade"):
-        return f"the test cell {meta['grade_id']}"
-    return f"cell {meta['grade_id']}" if meta else f"cell {index + 1} (added by the learner)"
-
-
-SKIPPED_NOTE = "(Not run while grading: this cell neither defines nor tests anything graded.)\n"
-
-
-class CourseExecute(Execute):
-    """nbgrader's Execute step; when the kernel dies, the error says in which cell; right after
-    each test cell, the independent judge (autograder/engine/judge.py) runs it again outside the
-    kernel, and a test cell that passed only inside it is failed with the judge's reason.
-    The lesson's experiment cells (figures, timings) are skipped, as the source notebook marks
-    them (grading.experiments); a learner's own cells always run."""
-
-    skip_experiments = Bool(True, help="Skip the lesson's experiment cells while grading.").tag(config=True)
-
-    def _skipped(self, resources) -> frozenset[str]:
-        lesson = lesson_of(resources)
-        return experiments(lesson) if self.skip_experiments and lesson else frozenset()
-
-    def preprocess(self, nb, resources=None, km=None):
-        # nbconvert's ExecutePreprocessor.preprocess, with the judge while the kernel is up
-        NotebookClient.__init__(self, nb, km)
-        self.reset_execution_trackers()
-        self._check_assign_resources(resources)
-        from autograder.engine import judge  # imports torch and the checks: only when grading
-
-        self._exited_in = None
-        with self.setup_kernel():
-            manager = self.km  # nbclient forgets it when the kernel ends, which cleans its folder
-            info = self.wait_for_reply(self.kc.kernel_info())
-            self.nb.metadata["language_info"] = info["content"]["language_info"]
-            self._judge = judge.for_notebook(self, resources)
-            skipped = self._skipped(resources)
-            try:
-                for index, cell in enumerate(self.nb.cells):
-                    if cell.metadata.get("nbgrader", {}).get("grade_id") in skipped:
-                        cell.outputs = [new_output("stream", name="stdout", text=SKIPPED_NOTE)]
-                        continue
-                    self.preprocess_cell(cell, resources, index)
-                    if self._exited_in:  # the kernel stops a moment after exit(): stop here, not in a race
-                        raise GradingStopped(f"the kernel exited after exit() in {self._exited_in}")
-                    if self._judge is not None and is_test_cell(cell):
-                        self._judge.cell(cell)
-            finally:
-                if self._judge is not None:
-                    self._judge.close(self.nb)
-        # what the kernel left in its folder and the sandboxed managers did not keep, for the report
-        if left := getattr(manager, "left_behind", []):
-            self.nb.metadata[FILES_METADATA] = left
-        self.set_widgets_metadata()
-        return self.nb, self.resources
-
-    def on_cell_executed(self, **kwargs):
-        super().on_cell_executed(**kwargs)
-        # exit() in a cell ends the kernel just after that cell: the next cell finds it dead
-        if any(p.get("source") == "ask_exit" for p in kwargs["execute_reply"]["content"].get("payload", [])):
-            self._exited_in = describe(kwargs["cell"], kwargs["cell_index"])
-
-    def preprocess_cell(self, cell, resources, index):
-        try:
-            return super().preprocess_cell(cell, resources, index)
-        except DeadKernelError as error:
-            exited_in = getattr(self, "_exited_in", None)
-            where = f"after exit() in {exited_in}" if exited_in else f"while running {describe(cell, index)}"
-            if getattr(self.km, "hit_memory_cap", lambda: False)():
-                where += f" (it reached the sandbox's memory cap of {self.km.limits().memory_gib:g} GiB)"
-            raise GradingStopped(f"the kernel exited {where}") from error
-        except CellTimeoutError as error:  # interrupted at the time limit, and it went on running
-            raise GradingStopped(
-                f"{describe(cell, index)} ran past the {self.timeout} s limit and did not stop when "
-                "interrupted (it ignores interrupts)"
-            ) from error
 
 
 class SandboxedExecute(CourseExecute):

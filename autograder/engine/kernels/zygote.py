@@ -52,9 +52,9 @@ from traitlets import Float, Integer, List, Unicode
 
 from autograder import grading, lessons
 from autograder.engine import submission_files
+from autograder.engine.execute import CourseExecute
 from autograder.engine.kernels import seccomp
 from autograder.engine.kernels.sandbox import (
-    CourseExecute,
     Group,
     Limits,
     give_to_sandbox,

@@ -1,0 +1,188 @@
+"""One submission graded, and its verdict as a value: the engine's bottom layer.
+
+``grade(setup, lesson, student)`` runs nbgrader's autograde step for one student's lesson,
+with the course's configuration (``Setup.config``: the sandboxed kernel, the judge, the steps
+that follow no link), and returns a ``Graded``: the points of every test cell, what went
+wrong (``Problem`` lines for the instructor's report), the shortcuts flagged in the
+submitted code, and the judge's record. Everything in it comes from the objects the grading
+just made (the graded notebooks and the exception that stopped it, kept by
+``CourseAutograde``), not from nbgrader's log or the files it wrote.
+
+The pipeline's sequential loop, the worker processes, the Dask workers and the Formgrader's
+Autograde button all grade through this function (autograder/engine/pipeline.py,
+autograder/engine/parallel.py, ``answer_formgrader``).
+"""
+
+import functools
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbformat import NotebookNode
+from nbgrader.apps import NbGraderAPI
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.utils import determine_grade, is_grade
+from traitlets.config import Config
+
+from autograder.engine.execute import GradingStopped
+from autograder.engine.flags import Flag, flags
+from autograder.engine.judge import JUDGE_METADATA
+from autograder.engine.kernels.sandbox import Limits
+from autograder.engine.kernels.sandbox import problem as sandbox_problem
+from autograder.engine.nbgrader_config import course_config
+from autograder.engine.nbgrader_steps import CourseAutograde
+from autograder.engine.submission_files import FILES_METADATA
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Everything that makes grading grade as it does: picklable, so that a worker process or a
+    Dask worker grades exactly as the instructor's process would."""
+
+    workspace: Path
+    release: Path
+    cell_timeout_s: int
+    sandbox: Limits | None
+    run_everything: bool
+    db_url: str
+    warm: bool
+
+    def config(self) -> Config:
+        """nbgrader's configuration for this Setup (autograder/engine/nbgrader_config.py), whose
+        parameters are this Setup's fields, by name."""
+        return course_config(**vars(self))
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A submission that could not be graded as handed in, and why."""
+
+    student: str
+    lesson: str
+    what: str
+
+
+@dataclass(frozen=True)
+class Graded:
+    """One submission graded: its points per test cell (grade id -> (score, max score)), what
+    went wrong with it (if anything), the shortcuts flagged in its code, the test cells the
+    judge overruled (grade id -> the judge's reason), and how long it took."""
+
+    lesson: str
+    student: str
+    scores: dict[str, tuple[float, float]]
+    problems: list[Problem]
+    flags: list[Flag] = field(default_factory=list)
+    overruled: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+    judge_seconds: float = 0.0
+    failure: str | None = None  # why grading stopped, when it did: no score was recorded
+
+    @property
+    def score(self) -> tuple[float, float]:
+        """(points, most points) over the submission's test cells."""
+        return sum(s for s, _ in self.scores.values()), sum(m for _, m in self.scores.values())
+
+
+def failure_reason(error: BaseException) -> str:
+    """What stopped a grading run, in a line: the course's own words when the kernel stopped
+    (``GradingStopped`` names the cell), else the error's type and first line."""
+    if isinstance(error, GradingStopped):
+        return str(error)[:240]
+    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return f"{type(error).__name__}: {first}"[:240] if first else type(error).__name__
+
+
+@functools.cache
+def _sandbox_problem() -> str | None:
+    return sandbox_problem()
+
+
+_QUIET = logging.getLogger("autograder.grading")  # nbgrader's log: its failures come back as values
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
+
+
+def _autograde(setup: Setup, lesson: str, student: str) -> CourseAutograde:
+    """nbgrader's autograde step for one submission, as the course configures it, run here."""
+    config = setup.config()
+    coursedir = CourseDirectory(config=config, assignment_id=lesson, student_id=student)
+    app = CourseAutograde(coursedir=coursedir, config=config, log=_QUIET)
+    app.force = True
+    app.create_student = True
+    try:
+        app.start()
+    except Exception as error:  # noqa: BLE001 - nbgrader's own failure; the first cause is kept
+        app.failure = app.failure or error
+    return app
+
+
+def _timed_out(nb: NotebookNode) -> list[str]:
+    """Cells that nbgrader interrupted at the time limit."""
+    return [
+        cell.metadata.get("nbgrader", {}).get("grade_id", f"cell {index}")
+        for index, cell in enumerate(nb.cells)
+        if any(output.get("ename") == "CellTimeoutError" for output in cell.get("outputs", []))
+    ]
+
+
+def grade(setup: Setup, lesson: str, student: str) -> Graded:
+    """Autograde one submission (``<workspace>/submitted/<student>/<lesson>/``) and return its verdict."""
+    start = time.perf_counter()
+    # the kernels and the judge compute on the CPU: a sandboxed kernel sees no GPU
+    os.environ.setdefault("COURSE_DEVICE", "cpu")
+    folder = setup.workspace / "submitted" / student / lesson
+    flagged = [flag for path in sorted(folder.glob("*.ipynb")) for flag in flags(nbformat.read(path, 4))]
+    problems = [Problem(student, lesson, f"flagged, cell {flag.cell}: {flag.reason}") for flag in flagged]
+
+    def failed(failure: str) -> Graded:
+        problems.append(Problem(student, lesson, f"autograding failed: {failure}"))
+        return Graded(
+            lesson, student, {}, problems, flagged, seconds=time.perf_counter() - start, failure=failure
+        )
+
+    if setup.sandbox is not None and (reason := _sandbox_problem()) is not None:
+        return failed(f"cannot grade in the sandbox on this machine: {reason}")
+    app = _autograde(setup, lesson, student)
+    if app.failure is not None:
+        return failed(failure_reason(app.failure))
+
+    scores, overruled, judge_seconds = {}, {}, 0.0
+    for nb in app.graded:
+        for cell in nb.cells:
+            if is_grade(cell):
+                scores[cell.metadata.nbgrader["grade_id"]] = determine_grade(cell)
+        record = nb.metadata.get(JUDGE_METADATA, {})
+        overruled |= record.get("overruled", {})
+        judge_seconds += record.get("seconds", 0.0)
+    timed_out = [cell for nb in app.graded for cell in _timed_out(nb)]
+    if timed_out:
+        cells = ", ".join(timed_out)
+        what = f"cells stopped after {setup.cell_timeout_s} s (an endless loop?), scored 0: {cells}"
+        problems.append(Problem(student, lesson, what))
+    for cell, reason in overruled.items():
+        verdict = f"passed in the notebook, not before the judge: {reason}"
+        problems.append(Problem(student, lesson, f"tampering suspected, cell {cell}: {verdict}"))
+    problems += [
+        Problem(student, lesson, line) for nb in app.graded for line in nb.metadata.get(FILES_METADATA, [])
+    ]
+    return Graded(
+        lesson, student, scores, problems, flagged, overruled, time.perf_counter() - start, judge_seconds
+    )
+
+
+def answer_formgrader(setup: Setup) -> None:
+    """Make the Formgrader's Autograde button (nbgrader's API in this process) grade through
+    ``grade``, and show its failure or its problems."""
+
+    def autograde(api: NbGraderAPI, assignment_id: str, student_id: str, force=True, create=True) -> dict:
+        graded = grade(setup, assignment_id, student_id)
+        result = {"success": graded.failure is None, "log": "\n".join(p.what for p in graded.problems)}
+        if graded.failure is not None:
+            result["error"] = graded.failure
+        return result
+
+    NbGraderAPI.autograde = autograde

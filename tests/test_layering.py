@@ -1,0 +1,175 @@
+"""The package's layers, read from its imports (every import, also those inside functions).
+
+- the grading engine (``autograder.engine``) never imports the authoring tools;
+- the checks and the hidden tests never import the engine or the authoring tools, and the
+  checks never import the reference package (they must hold for any learner's code);
+- what a learner's notebook imports at run time (the checks, the hidden tests, ``capstone``,
+  ``timing``) never imports the engine or the authoring tools;
+- no module imports itself through others (no cycle), and none reaches into another module's
+  private names.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "autograder"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {
+        _module_name(path): path for path in PACKAGE.rglob("*.py") if "sample_submissions" not in path.parts
+    }
+
+
+MODULES = _modules()
+
+
+def _resolve(name: str) -> str | None:
+    """The course module that ``name`` (a module or a name in one) is, or None outside the course."""
+    while name:
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _imports(module: str) -> dict[str, list[tuple[str, int]]]:
+    """module -> [(the name imported from it, line)], for every import in ``module``'s file."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: dict[str, list[tuple[str, int]]] = {}
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if (target := _resolve(alias.name)) is not None:
+                    found.setdefault(target, []).append(("", node.lineno))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(
+                    [*package.split(".")[: len(package.split(".")) - node.level + 1], base]
+                ).strip(".")
+            for alias in node.names:
+                # `from autograder.engine import judge` imports the module autograder.engine.judge
+                target = (
+                    _resolve(f"{base}.{alias.name}") if f"{base}.{alias.name}" in MODULES else _resolve(base)
+                )
+                if target is not None:
+                    name = "" if f"{base}.{alias.name}" in MODULES else alias.name
+                    found.setdefault(target, []).append((name, node.lineno))
+    found.pop(module, None)
+    return found
+
+
+GRAPH = {module: _imports(module) for module in MODULES}
+
+
+def _in(module: str, *packages: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+LEARNER_RUNTIME = ("autograder.checks", "autograder.hidden", "autograder.capstone", "autograder.timing")
+RULES = [
+    ("autograder.engine", ("autograder.authoring",)),
+    ("autograder.checks", ("autograder.engine", "autograder.authoring", "solutions")),
+    ("autograder.hidden", ("autograder.engine", "autograder.authoring")),
+    *[(runtime, ("autograder.engine", "autograder.authoring")) for runtime in LEARNER_RUNTIME[2:]],
+]
+
+
+def _all_imports(module: str) -> set[str]:
+    """Every top-level name ``module`` imports, course modules or not (for the ``solutions`` rule)."""
+    names = set()
+    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module)
+    return names
+
+
+def _crossings(layer: str, forbidden: tuple[str, ...]) -> list[str]:
+    return [
+        f"{module} imports {name}"
+        for module in MODULES
+        if _in(module, layer)
+        for name in sorted(_all_imports(module))
+        if _in(name, *forbidden)
+    ]
+
+
+@pytest.mark.parametrize("layer, forbidden", RULES, ids=[layer for layer, _ in RULES])
+def test_a_layer_imports_nothing_above_it(layer, forbidden):
+    assert _crossings(layer, forbidden) == []
+
+
+def test_a_crossing_would_be_found():
+    """The pipeline grades through submission, and the capstone trains with the reference."""
+    assert "autograder.engine.pipeline imports autograder.engine.submission" in _crossings(
+        "autograder.engine.pipeline", ("autograder.engine.submission",)
+    )
+    assert "autograder.capstone imports solutions" in _crossings("autograder.capstone", ("solutions",))
+
+
+def _cycles() -> list[list[str]]:
+    """The import graph's strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in GRAPH[module]:
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for module in sorted(GRAPH):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_module_imports_itself_through_others():
+    assert _cycles() == []
+
+
+def test_a_cycle_would_be_found():
+    GRAPH["autograder.engine.submission"]["autograder.engine.pipeline"] = [("", 0)]
+    try:
+        [cycle] = _cycles()
+        assert {"autograder.engine.pipeline", "autograder.engine.submission"} <= set(cycle)
+    finally:
+        del GRAPH["autograder.engine.submission"]["autograder.engine.pipeline"]
+
+
+def test_no_module_imports_another_modules_private_names():
+    reaches = [
+        f"{module}:{line} imports {target}.{name}"
+        for module, targets in GRAPH.items()
+        for target, names in targets.items()
+        for name, line in names
+        if name.startswith("_") and not name.startswith("__")
+    ]
+    assert reaches == []
