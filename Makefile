@@ -63,7 +63,7 @@ lint: setup
 
 # One worker per core; a test file (a notebook, for nbval) stays on one worker. The slowest
 # files come first, so that no worker is left with one of them at the end.
-SLOWEST := tests/test_honest_flags.py tests/test_pipeline.py tests/test_notebooks_portable.py tests/test_collect.py
+SLOWEST := tests/test_honest_flags.py tests/test_honest_flags_half.py tests/test_pipeline.py tests/test_notebooks_portable.py tests/test_collect.py
 test: setup sandbox postgres browser lint
 	$(PY) -m pytest -n auto --dist loadfile --durations=8 --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		$(SLOWEST) tests solutions/lessons

@@ -76,10 +76,14 @@ def test_a_runaway_submission_costs_only_itself(tmp_path):
     )
     pipeline.release(["01_embedding"])
     pipeline.collect_folder(inbox)
-    pipeline.autograde()
+    verdicts = pipeline.autograde()
     # nbgrader interrupts the runaway cell at the limit and goes on: that cell scores 0, the next
     # one its points, the other student everything, and the report says which cell and why
     assert pipeline.scores() == {("ada", "01_embedding"): (3.0, 3.0), ("zed", "01_embedding"): (2.0, 3.0)}
+    # the verdicts returned are what the gradebook recorded, cell by cell
+    assert {(v.student, v.lesson): v.score for v in verdicts} == pipeline.scores()
+    zed = next(v for v in verdicts if v.student == "zed")
+    assert zed.scores["test_Embedding_shapes"] == (0.0, 1.0) and zed.failure is None
     [problem] = pipeline.problems
     assert (problem.student, problem.lesson) == ("zed", "01_embedding")
     assert problem.what == (

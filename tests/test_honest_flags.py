@@ -159,12 +159,19 @@ CASES += [(_lesson_of(e), e, "mistake", m) for e, mistakes in CATALOGUE.items() 
 CASES = [case for case in CASES if case[0] in written_lessons()]
 
 
-@pytest.mark.parametrize(
-    ("index", "lesson", "exercise", "kind", "mistake"),
-    [(index, *case) for index, case in enumerate(CASES)],
-    ids=[f"{e or lesson}-{k}" + (f"-{m.name}" if m else "") for lesson, e, k, m in CASES],
-)
-def test_no_honest_submission_is_flagged(index, lesson, exercise, kind, mistake, monkeypatch):
+def half(parity: int) -> dict:
+    """pytest's parameters for every other case, from the first (0) or the second (1): the cases
+    are shared out between this file and tests/test_honest_flags_half.py, which make test runs
+    on two workers each take half (a test file stays on one worker)."""
+    chosen = [(index, *case) for index, case in enumerate(CASES) if index % 2 == parity]
+    return {
+        "argnames": ("index", "lesson", "exercise", "kind", "mistake"),
+        "argvalues": chosen,
+        "ids": [f"{e or lesson}-{k}" + (f"-{m.name}" if m else "") for _, lesson, e, k, m in chosen],
+    }
+
+
+def agrees(index: int, lesson: str, exercise: str | None, kind: str, mistake, monkeypatch) -> None:
     """The reference's notebook, or one exercise in it replaced by its stub or a mistake: every test
     cell of the lesson, or those of the exercise and of the exercises that call it, gets the same
     verdict in the notebook and before the judge."""
@@ -173,6 +180,11 @@ def test_no_honest_submission_is_flagged(index, lesson, exercise, kind, mistake,
     cells = [test for test in grading.table(lesson) if test.exercise in graded]
     lenient = kind == "mistake" and "in place" in mistake.name
     assert _disagreements(lesson, namespace, cells, lenient, _seeds(index), monkeypatch) == []
+
+
+@pytest.mark.parametrize(**half(0))
+def test_no_honest_submission_is_flagged(index, lesson, exercise, kind, mistake, monkeypatch):
+    agrees(index, lesson, exercise, kind, mistake, monkeypatch)
 
 
 def test_a_caller_is_graded_with_the_exercise_it_calls():

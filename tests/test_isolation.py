@@ -70,10 +70,10 @@ def _client(
     folder = workspace / "autograded" / student / "01_embedding"
     folder.mkdir(parents=True, exist_ok=True)
     config = Config()
-    settings = getattr(config, manager.__name__)
+    settings = config.SandboxSettings  # the instructor's settings, one section for both managers
     settings.hidden = [str(workspace)]
-    for name in ("memory_gib", "cpu_s", "open_files", "tasks"):
-        setattr(settings, name, getattr(limits, name))
+    for name, value in vars(limits).items():
+        setattr(settings, name, value)
     nb = new_notebook(cells=[new_code_cell(source) for source in sources])
     return NotebookClient(
         nb,
@@ -164,7 +164,7 @@ def test_the_sandbox_runs_as_the_grader_in_a_user_namespace_when_the_grader_is_n
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     monkeypatch.setattr(os, "getegid", lambda: 1000)
     assert sandbox.sandbox_user() == (1000, 1000)
-    command = sandbox.wrap(["python"], writable=[], hidden=[], limits=Limits())
+    command = sandbox.SandboxSpec(Limits()).command(["python"])
     assert "--unshare-user" in command and "setpriv" not in command and "--cap-add" not in command
     sandbox.give_to_sandbox(Path("/nonexistent"))  # nothing to give: the sandbox is the grader
 
@@ -173,17 +173,11 @@ def test_the_sandbox_runs_as_the_grader_in_a_user_namespace_when_the_grader_is_n
 
 
 def _run_sealed(code: str, keyring_filter: bool) -> str:
-    """``code`` run by Python in wrap's sandbox (with or without the keyring filter); its output."""
+    """``code`` run by Python in a sandbox (with or without the keyring filter); its output."""
     fd = seccomp.filter_fd() if keyring_filter else None
-    command = sandbox.wrap(
-        [sys.executable, "-c", code],
-        writable=[],
-        hidden=[],
-        limits=Limits(),
-        readable=sandbox.needed(),
-        private=sandbox.private_roots(),
-        seccomp_fd=fd,
-    )
+    command = sandbox.SandboxSpec(
+        Limits(), readable=sandbox.needed(), private=sandbox.private_roots()
+    ).command([sys.executable, "-c", code], seccomp_fd=fd)
     try:
         done = subprocess.run(command, pass_fds=() if fd is None else (fd,), capture_output=True, text=True)
     finally:
@@ -232,7 +226,7 @@ print(answer(libc.syscall({KEYCTL}, 21, found) if found >= 0 else found))
 
 def test_no_key_passes_from_one_sandbox_to_the_next():
     # A user's keyring lasts while a process of that user does: a zygote, another worker's kernel
-    keeper = subprocess.Popen(sandbox.wrap(["sleep", "600"], writable=[], hidden=[], limits=Limits()))
+    keeper = subprocess.Popen(sandbox.SandboxSpec(Limits()).command(["sleep", "600"]))
     try:
         added = _run_sealed(ADD, keyring_filter=False)  # without the filter: a key in the user's keyring
         assert added.isdigit(), added

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.engine.kernels.sandbox import Limits, wrap
+from autograder.engine.kernels.sandbox import Limits, SandboxSpec
 from autograder.engine.pipeline import Pipeline, SandboxUnavailable
 
 NO_BWRAP = str(Path(sys.executable).parent)  # a PATH with this environment's tools and no bwrap
@@ -33,7 +33,7 @@ def test_the_command_line_says_why_and_exits_2(tmp_path):
 
 
 def test_the_sandbox_hides_the_workspace_and_binds_back_only_the_writable_folders():
-    command = wrap(["python"], writable=[Path("/w/a/x")], hidden=[Path("/w")], limits=Limits(cpu_s=7))
+    command = SandboxSpec(Limits(cpu_s=7), writable=[Path("/w/a/x")], hidden=[Path("/w")]).command(["python"])
     assert command.index("--tmpfs") < command.index("/w") < command.index("--bind")
     assert command[command.index("--bind") : command.index("--bind") + 3] == ["--bind", "/w/a/x", "/w/a/x"]
     assert "--unshare-net" in command and "--unshare-pid" in command and "--die-with-parent" in command
@@ -41,13 +41,12 @@ def test_the_sandbox_hides_the_workspace_and_binds_back_only_the_writable_folder
 
 
 def test_what_the_kernel_needs_stays_readable_under_a_private_tmp():
-    command = wrap(
-        ["python"],
+    command = SandboxSpec(
+        Limits(),
         writable=[Path("/tmp/repo/workspace/autograded/ada/01")],
         hidden=[Path("/tmp/repo/workspace")],
-        limits=Limits(),
         readable=[Path("/tmp/repo"), Path("/opt/python")],
-    )
+    ).command(["python"])
     mounts = " ".join(command[: command.index("--unshare-net")])
     assert mounts.index("--tmpfs /tmp ") < mounts.index("--ro-bind /tmp/repo /tmp/repo")
     assert mounts.index("--ro-bind /tmp/repo /tmp/repo") < mounts.index("--tmpfs /tmp/repo/workspace")
@@ -55,14 +54,13 @@ def test_what_the_kernel_needs_stays_readable_under_a_private_tmp():
 
 
 def test_home_folders_are_private_but_for_what_the_kernel_needs():
-    command = wrap(
-        ["python"],
+    command = SandboxSpec(
+        Limits(),
         writable=[Path("/root/course/workspace/autograded/ada/01")],
         hidden=[Path("/root/course/workspace")],
-        limits=Limits(),
         readable=[Path("/root/.pyenv/versions/3.11"), Path("/opt/python")],
         private=[Path("/tmp"), Path("/root")],
-    )
+    ).command(["python"])
     mounts = " ".join(command[: command.index("--unshare-net")])
     assert mounts.index("--tmpfs /root ") < mounts.index("--ro-bind /root/.pyenv/versions/3.11")
     assert mounts.index("--tmpfs /root/course/workspace") < mounts.index(
@@ -72,7 +70,7 @@ def test_home_folders_are_private_but_for_what_the_kernel_needs():
 
 
 def test_a_sandboxed_process_has_no_capabilities_even_when_root_starts_it():
-    command = wrap(["cat", "/proc/self/status"], writable=[], hidden=[], limits=Limits())
+    command = SandboxSpec(Limits()).command(["cat", "/proc/self/status"])
     status = subprocess.run(command, capture_output=True, text=True, check=True, timeout=60).stdout
     effective = next(line for line in status.splitlines() if line.startswith("CapEff:"))
     assert effective.split()[1] == "0000000000000000", (
@@ -81,14 +79,13 @@ def test_a_sandboxed_process_has_no_capabilities_even_when_root_starts_it():
 
 
 def test_scratch_folders_are_capped_and_folders_made_for_binds_are_open_to_the_sandbox_user():
-    command = wrap(
-        ["python"],
+    command = SandboxSpec(
+        Limits(memory_gib=0.5),
         writable=[Path("/root/w/autograded/ada/01")],
         hidden=[Path("/root/w")],
-        limits=Limits(memory_gib=0.5),
         readable=[Path("/root/.pyenv/versions/3.11")],
         private=[Path("/tmp"), Path("/root")],
-    )
+    ).command(["python"])
     mounts = " ".join(command[: command.index("--unshare-net")])
     half = str(2**29)
     assert f"--perms 1777 --size {half} --tmpfs /tmp " in mounts
@@ -99,7 +96,7 @@ def test_scratch_folders_are_capped_and_folders_made_for_binds_are_open_to_the_s
 
 
 def test_started_by_root_the_sandbox_becomes_nobody_with_no_capability_and_the_keyring_filter():
-    command = wrap(["python"], writable=[], hidden=[], limits=Limits(), seccomp_fd=7)
+    command = SandboxSpec(Limits()).command(["python"], seccomp_fd=7)
     assert command[command.index("--seccomp") + 1] == "7"
     inner = command[command.index("--") + 1 :]
     if os.geteuid() == 0:
@@ -107,3 +104,27 @@ def test_started_by_root_the_sandbox_becomes_nobody_with_no_capability_and_the_k
         assert "--bounding-set=-all" in inner and "--unshare-user" not in command
     else:
         assert inner[0] == "prlimit" and "--unshare-user" in command
+
+
+def test_one_specification_gives_the_zygote_its_command_fresh_folders_and_kernel_settings():
+    """The zygote's sandbox is the cold kernel's specification with ``as_pid_1``: what it empties
+    between kernels and what its kernels get come from the value, not from its command line."""
+    limits = Limits(memory_gib=0.5, cpu_s=9, open_files=77)
+    cold = SandboxSpec(limits, writable=(Path("/w/a/x"),), hidden=(Path("/w"),), private=(Path("/tmp"),))
+    warm = SandboxSpec(limits, writable=(Path("/w/a/x"),), hidden=(Path("/w"),), as_pid_1=True)
+    assert cold.fresh_folders() == [Path("/dev"), Path("/dev/shm"), Path("/tmp"), Path("/w")]
+    assert warm.fresh_folders() == [
+        Path("/dev"),
+        Path("/dev/shm"),
+        Path("/dev/mqueue"),
+        Path("/tmp"),
+        Path("/w"),
+    ]
+    assert warm.rlimits() == {"RLIMIT_DATA": 2**29, "RLIMIT_CPU": 9, "RLIMIT_NOFILE": 77}
+    started = warm.command(["server"], process_limits=False, info_fd=5)
+    assert "--as-pid-1" in started and "--as-pid-1" not in cold.command(["python"])
+    assert started[started.index("--info-fd") + 1] == "5" and "prlimit" not in started
+    assert {"--cpu=9", "--nofile=77", f"--data={2**29}"} <= set(cold.command(["python"]))
+    for name, value in warm.environment().items():
+        at = started.index(name)
+        assert started[at - 1 : at + 2] == ["--setenv", name, value]

@@ -90,7 +90,7 @@ def sandboxed(workspace: Path, limits: Limits, warm: bool = True) -> Config:
     each kernel forked from a zygote that has imported torch and the checks once per grading
     process (autograder/engine/kernels/zygote.py); cold: each kernel started and importing on its own."""
     c = executed_by(WarmExecute if warm else SandboxedExecute)
-    manager = c.WarmKernelManager if warm else c.SandboxedKernelManager
+    manager = c.SandboxSettings  # both kernel managers' settings
     manager.hidden = [str(workspace.resolve())]
     manager.memory_gib = limits.memory_gib
     manager.cpu_s = limits.cpu_s

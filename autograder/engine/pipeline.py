@@ -286,7 +286,7 @@ class Pipeline:
         with self.gradebook() as gb:
             return {assignment.name for assignment in gb.assignments}
 
-    def autograde(self, jobs: int = 1, scheduler: str | None = None) -> None:
+    def autograde(self, jobs: int = 1, scheduler: str | None = None) -> list[Graded]:
         """Grade every submission taken in; one that fails costs only itself.
 
         ``jobs`` worker processes grade at once on this machine (autograder/engine/parallel.py); with
@@ -303,12 +303,15 @@ class Pipeline:
         else:
             graded = (submission.grade(self.setup, lesson, student) for lesson, student in pairs)
         start = time.perf_counter()
+        done = []
         for index, outcome in enumerate(graded, 1):
+            done.append(outcome)
             self.problems += outcome.problems
             left = (time.perf_counter() - start) / index * (len(pairs) - index)
             seconds = f"{outcome.seconds:.1f} s (judge {outcome.judge_seconds:.1f} s)"
             where = f"{outcome.lesson} / {outcome.student}"
             self.log(f"[{index}/{len(pairs)}] autograde {where}: {seconds}; about {_duration(left)} to go")
+        return done
 
     def _gradable(self, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """The (lesson, student) pairs that can be graded here; a problem for each that cannot,

@@ -284,57 +284,107 @@ def private_roots() -> list[Path]:
     return list(dict.fromkeys(root.resolve() for root in roots if root.is_dir()))
 
 
-def wrap(
-    command: list[str],
-    *,
-    writable: list[Path],
-    hidden: list[Path],
-    limits: Limits,
-    readable: Sequence[Path] = (),
-    private: Sequence[Path] = (Path("/tmp"),),
-    seccomp_fd: int | None = None,
-    process_limits: bool = True,
-) -> list[str]:
-    """``command`` run inside the sandbox: the ``private`` folders (private_roots()) empty, the
-    ``readable`` folders under them bound back read-only, ``hidden`` folders emptied, then the
-    ``writable`` ones bound back. The order matters: a readable folder may hold a hidden one
-    (the repository holds ./workspace), never the reverse. ``seccomp_fd``: where bwrap reads
-    the keyring filter (seccomp.filter_fd(); none when None). ``process_limits``: the
-    per-process limits set before ``command`` starts (the zygote's kernels set their own)."""
-    scratch = int(limits.memory_gib * 2**30)
-    sandbox = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", *_scratch(Path("/dev/shm"), scratch)]
-    sandbox += ["--proc", "/proc"]
-    bound: list[Path] = []
-    for root in private:
-        sandbox += _scratch(root, scratch if root in SCRATCH else FOLDER_BYTES)
-    for folder in readable:
-        if any(folder.is_relative_to(root) for root in private):
-            sandbox += [*_parents(folder, private, bound), "--ro-bind", str(folder), str(folder)]
-            bound.append(folder)
-    for folder in hidden:
-        sandbox += ["--size", str(FOLDER_BYTES), "--tmpfs", str(folder)]
-    for folder in writable:
-        sandbox += [*_parents(folder, [*private, *hidden], bound), "--bind", str(folder), str(folder)]
-    sandbox += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent"]
-    # started by root, bwrap would leave the kernel root's capabilities (mounts, devices, ...)
-    sandbox += ["--cap-drop", "ALL"]
-    options, become = _own_user()
-    sandbox += options
-    if seccomp_fd is not None:
-        sandbox += ["--seccomp", str(seccomp_fd)]
-    # In its own process namespace the kernel's parent is pid 1, which ipykernel knows never to
-    # watch (the grader's pid means nothing in there). IPython and matplotlib keep their
-    # settings and caches in the home folder, hidden here: they get the private /tmp.
-    sandbox += ["--setenv", "JPY_PARENT_PID", "1"]
-    sandbox += ["--setenv", "IPYTHONDIR", "/tmp/ipython", "--setenv", "MPLCONFIGDIR", "/tmp/matplotlib"]
-    caps = [
-        "prlimit",
-        f"--data={int(limits.memory_gib * 2**30)}",
-        f"--cpu={limits.cpu_s}",
-        f"--nofile={limits.open_files}",
-        "--",
-    ]
-    return [*sandbox, "--", *become, *(caps if process_limits else []), *command]
+# The variables the sandbox itself sets. In its own process namespace the kernel's parent is
+# pid 1, which ipykernel knows never to watch (the grader's pid means nothing in there). IPython
+# and matplotlib keep their settings and caches in the home folder, hidden here: they get the
+# private /tmp.
+SANDBOX_VARIABLES = {"JPY_PARENT_PID": "1", "IPYTHONDIR": "/tmp/ipython", "MPLCONFIGDIR": "/tmp/matplotlib"}
+PRLIMIT_OPTIONS = {"RLIMIT_DATA": "--data", "RLIMIT_CPU": "--cpu", "RLIMIT_NOFILE": "--nofile"}
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """One sandbox, as a value: its limits, what it sees of the file system, its environment
+    and its namespaces. The cold kernel manager renders it as a bwrap command that starts the
+    kernel; the zygote renders the same value for itself (``as_pid_1``, no per-process limits:
+    each kernel it forks sets ``rlimits()`` on itself), and reads the folders to empty between
+    kernels and the variables to give them from this value, never from the command.
+
+    Mounts, in order (the order matters: a readable folder may hold a hidden one, as the
+    repository holds ./workspace, never the reverse): the ``private`` folders (private_roots())
+    empty, the ``readable`` folders under them bound back read-only, the ``hidden`` folders
+    emptied, then the ``writable`` ones bound back."""
+
+    limits: Limits
+    writable: tuple[Path, ...] = ()
+    hidden: tuple[Path, ...] = ()
+    readable: tuple[Path, ...] = ()
+    private: tuple[Path, ...] = (Path("/tmp"),)
+    # the zygote: process 1 of its sandbox (no bwrap init holding its pipe's other ends, and no
+    # kernel's signal reaches it), with a folder of POSIX message queues to list and empty
+    as_pid_1: bool = False
+
+    def environment(self) -> dict[str, str]:
+        """The variables set inside the sandbox, over the kernel's own (``kernel_environment``)."""
+        return dict(SANDBOX_VARIABLES)
+
+    def rlimits(self) -> dict[str, int]:
+        """The limits of each process (setrlimit's names)."""
+        memory = int(self.limits.memory_gib * 2**30)
+        return {
+            "RLIMIT_DATA": memory,
+            "RLIMIT_CPU": self.limits.cpu_s,
+            "RLIMIT_NOFILE": self.limits.open_files,
+        }
+
+    def _mounts(self) -> list[tuple[list[str], Path | None]]:
+        """bwrap's mount options in order, each with the folder it makes fresh (None for a bind)."""
+        scratch = int(self.limits.memory_gib * 2**30)
+        mounts: list[tuple[list[str], Path | None]] = [
+            (["--ro-bind", "/", "/"], None),
+            (["--dev", "/dev"], Path("/dev")),
+            (_scratch(Path("/dev/shm"), scratch), Path("/dev/shm")),
+            (["--proc", "/proc"], None),
+        ]
+        if self.as_pid_1:
+            mounts.append((["--mqueue", "/dev/mqueue"], Path("/dev/mqueue")))
+        bound: list[Path] = []
+        for root in self.private:
+            mounts.append((_scratch(root, scratch if root in SCRATCH else FOLDER_BYTES), root))
+        for folder in self.readable:
+            if any(folder.is_relative_to(root) for root in self.private):
+                mounts.append(
+                    ([*_parents(folder, self.private, bound), "--ro-bind", str(folder), str(folder)], None)
+                )
+                bound.append(folder)
+        for folder in self.hidden:
+            mounts.append((["--size", str(FOLDER_BYTES), "--tmpfs", str(folder)], folder))
+        for folder in self.writable:
+            parents = _parents(folder, [*self.private, *self.hidden], bound)
+            mounts.append(([*parents, "--bind", str(folder), str(folder)], None))
+        return mounts
+
+    def fresh_folders(self) -> list[Path]:
+        """The folders where the sandbox makes a scratch file system (/dev, /tmp, the hidden ones...)."""
+        return [folder for _, folder in self._mounts() if folder is not None]
+
+    def command(
+        self,
+        command: list[str],
+        seccomp_fd: int | None = None,
+        process_limits: bool = True,
+        info_fd: int | None = None,
+    ) -> list[str]:
+        """``command`` run inside this sandbox. ``seccomp_fd``: where bwrap reads the keyring
+        filter (seccomp.filter_fd()); ``process_limits``: ``rlimits()`` set before ``command``
+        starts; ``info_fd``: where bwrap writes the sandbox's first pid (the zygote's)."""
+        sandbox = ["bwrap", *[option for options, _ in self._mounts() for option in options]]
+        sandbox += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent"]
+        if self.as_pid_1:
+            sandbox += ["--as-pid-1"]
+        # started by root, bwrap would leave the kernel root's capabilities (mounts, devices, ...)
+        sandbox += ["--cap-drop", "ALL"]
+        options, become = _own_user()
+        sandbox += options
+        if seccomp_fd is not None:
+            sandbox += ["--seccomp", str(seccomp_fd)]
+        if info_fd is not None:
+            sandbox += ["--info-fd", str(info_fd)]
+        for name, value in self.environment().items():
+            sandbox += ["--setenv", name, value]
+        limits = [f"{PRLIMIT_OPTIONS[name]}={value}" for name, value in self.rlimits().items()]
+        caps = ["prlimit", *limits, "--"] if process_limits else []
+        return [*sandbox, "--", *become, *caps, *command]
 
 
 def _scratch(folder: Path, size: int) -> list[str]:
@@ -369,19 +419,16 @@ def _own_user() -> tuple[list[str], list[str]]:
     return options, [*become, "--inh-caps=-all", "--bounding-set=-all", "--"]
 
 
-class SandboxedKernelManager(AsyncKernelManager):
-    """A kernel manager whose kernels run inside ``wrap``'s sandbox.
-
-    The kernel's working folder (the submission's folder, as nbgrader starts it) is its
-    one writable folder besides a private folder for its connection file and sockets; both
-    are given to the sandbox's user. The kernel gets ``kernel_environment``'s variables only.
-    """
+class SandboxSettings(AsyncKernelManager):
+    """What the instructor sets of every grading kernel's sandbox, for the cold and the warm
+    kernel managers alike (configure them as ``c.SandboxSettings``): the hidden folders, and
+    ``Limits``' fields, which ``limits()`` gives back as one value."""
 
     hidden = List(Unicode(), help="folders the kernel must not see (the grading workspace)").tag(config=True)
     memory_gib = Float(Limits.memory_gib, help="private writable memory per process, GiB").tag(config=True)
     cpu_s = Integer(Limits.cpu_s, help="CPU seconds per process").tag(config=True)
     open_files = Integer(Limits.open_files, help="open files per process").tag(config=True)
-    tasks = Integer(Limits.tasks, help="processes and threads of the kernel, where cgroups allow").tag(
+    tasks = Integer(Limits.tasks, help="processes and threads of the sandbox, where cgroups allow").tag(
         config=True
     )
     folder_mib = Integer(Caps.mib, help="MiB of files kept of what a kernel leaves in its folder").tag(
@@ -394,6 +441,15 @@ class SandboxedKernelManager(AsyncKernelManager):
         return Limits(
             self.memory_gib, self.cpu_s, self.open_files, self.tasks, self.folder_mib, self.folder_files
         )
+
+
+class SandboxedKernelManager(SandboxSettings):
+    """A kernel manager whose kernels start cold inside their own sandbox (``SandboxSpec``).
+
+    The kernel's working folder (the submission's folder, as nbgrader starts it) is its
+    one writable folder besides a private folder for its connection file and sockets; both
+    are given to the sandbox's user. The kernel gets ``kernel_environment``'s variables only.
+    """
 
     def hit_memory_cap(self) -> bool:
         """Whether the memory group's OOM killer ended a process of this kernel's sandbox (ask
@@ -424,15 +480,14 @@ class SandboxedKernelManager(AsyncKernelManager):
         command = super().format_kernel_cmd(extra_arguments)
         hidden = [Path(folder).resolve() for folder in self.hidden]
         self._filter = seccomp.filter_fd()
-        sandboxed = wrap(
-            command,
-            writable=[self._workdir, self._private],
-            hidden=hidden,
-            limits=self.limits(),
-            readable=needed(),
-            private=private_roots(),
-            seccomp_fd=self._filter,
+        spec = SandboxSpec(
+            self.limits(),
+            writable=(self._workdir, self._private),
+            hidden=tuple(hidden),
+            readable=tuple(needed()),
+            private=tuple(private_roots()),
         )
+        sandboxed = spec.command(command, seccomp_fd=self._filter)
         self._group = sandbox_group(self.limits())
         return sandboxed if self._group is None else self._group.join(sandboxed)
 

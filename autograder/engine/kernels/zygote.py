@@ -45,10 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_client.connect import KernelConnectionInfo
-from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
 from jupyter_core.paths import jupyter_runtime_dir
-from traitlets import Float, Integer, List, Unicode
 
 from autograder import grading, lessons
 from autograder.engine import submission_files
@@ -57,22 +55,17 @@ from autograder.engine.kernels import seccomp
 from autograder.engine.kernels.sandbox import (
     Group,
     Limits,
+    SandboxSettings,
+    SandboxSpec,
     give_to_sandbox,
     kernel_environment,
     needed,
     private_roots,
     remove_group,
     sandbox_group,
-    wrap,
 )
 from autograder.engine.kernels.sandbox import problem as sandbox_problem
-from autograder.engine.submission_files import Caps
 
-# Options of bwrap's added to sandbox.wrap's (which drops every capability already): the
-# zygote is process 1 (no bwrap init holding the pipe's other ends, and no signal from a
-# kernel reaches it); POSIX message queues get a folder to be listed and emptied from.
-ZYGOTE_SANDBOX = ["--as-pid-1", "--mqueue", "/dev/mqueue"]
-FRESH_MOUNTS = ("--tmpfs", "--dev", "--mqueue")  # bwrap's options that make a scratch file system
 READY_TIMEOUT_S = 300.0  # the imports, on a loaded machine
 REQUEST_TIMEOUT_S = 30.0
 RESET_TIMEOUT_S = 120.0
@@ -165,18 +158,6 @@ class Home:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _fresh_mounts(command: list[str]) -> list[str]:
-    """The folders where the sandbox command makes a scratch file system (/tmp, /dev, ...)."""
-    options = command[: command.index("--")]
-    return [options[i + 1] for i, option in enumerate(options) if option in FRESH_MOUNTS]
-
-
-def _sandbox_environment(command: list[str]) -> dict[str, str]:
-    """The variables the sandbox command sets (``--setenv NAME VALUE``)."""
-    options = command[: command.index("--")]
-    return {options[i + 1]: options[i + 2] for i, option in enumerate(options) if option == "--setenv"}
-
-
 class Zygote:
     """The grader's handle on one zygote: its bwrap process, a pidfd of the zygote itself
     (process 1 of the sandbox), the command pipe (one JSON object a line each way, one request
@@ -187,14 +168,25 @@ class Zygote:
         self.owner: weakref.ref | None = None
         self._buffer = b""
         self._lock = threading.Lock()
+        # the zygote imports for seconds and serves for hours: no per-process limits on it; each
+        # kernel sets the sandbox's rlimits() on itself (which no process in the sandbox can raise)
+        self.sandbox = SandboxSpec(
+            spec.limits,
+            writable=(home.run, home.slot),
+            hidden=tuple(Path(folder) for folder in spec.hidden),
+            readable=tuple(needed()),
+            private=tuple(private_roots()),
+            as_pid_1=True,
+        )
         keyring_filter = seccomp.filter_fd()
-        sandbox = self._sandbox(home, keyring_filter)
-        self.environment = _sandbox_environment(sandbox)
+        info, info_end = os.pipe()
+        server = [spec.python, "-P", "-m", "autograder.engine.kernels.zygote_server"]
+        sandbox = self.sandbox.command(
+            server, seccomp_fd=keyring_filter, process_limits=False, info_fd=info_end
+        )
         self.group: Group | None = sandbox_group(spec.limits)
         if self.group is not None:
             sandbox = self.group.join(sandbox)
-        info, info_end = os.pipe()
-        sandbox[sandbox.index("--") : sandbox.index("--")] = ["--info-fd", str(info_end)]
         # bwrap's --die-with-parent ends the sandbox when the thread that started it ends:
         # the spawner's one thread lives as long as this process
         self.process = spawner.submit(
@@ -214,25 +206,9 @@ class Zygote:
         except (OSError, ZygoteError):
             self.close()
             raise
-        self._send({"preload": preloaded_modules(), "fresh": _fresh_mounts(sandbox)})
+        fresh = [str(folder) for folder in self.sandbox.fresh_folders()]
+        self._send({"preload": preloaded_modules(), "fresh": fresh})
         self._receive(READY_TIMEOUT_S)
-
-    def _sandbox(self, home: Home, keyring_filter: int) -> list[str]:
-        """``sandbox.wrap``'s command for the zygote, with ZYGOTE_SANDBOX's options and without
-        its per-process limits: the zygote imports for seconds and serves for hours, and each
-        kernel sets the limits for itself (which no process in the sandbox can raise)."""
-        sandbox = wrap(
-            [self.spec.python, "-P", "-m", "autograder.engine.kernels.zygote_server"],
-            writable=[home.run, home.slot],
-            hidden=[Path(folder) for folder in self.spec.hidden],
-            limits=self.spec.limits,
-            readable=needed(),
-            private=private_roots(),
-            seccomp_fd=keyring_filter,
-            process_limits=False,
-        )
-        separator = sandbox.index("--")
-        return [*sandbox[:separator], *ZYGOTE_SANDBOX, *sandbox[separator:]]
 
     def _send(self, message: dict) -> None:
         try:
@@ -276,15 +252,12 @@ class Zygote:
     def alive(self) -> bool:
         return self.pidfd is not None and self.process.poll() is None
 
-    def fork(self, argv: list[str], env: dict[str, str], cwd: Path, limits: Limits) -> int:
-        """A new kernel, ``ipykernel_launcher`` with ``argv``; its pid in the sandbox."""
-        caps = {
-            "RLIMIT_DATA": int(limits.memory_gib * 2**30),
-            "RLIMIT_CPU": limits.cpu_s,
-            "RLIMIT_NOFILE": limits.open_files,
-        }
-        env = {**kernel_environment(env), **self.environment}
-        return self.request("fork", argv=argv, env=env, cwd=str(cwd), limits=caps)["pid"]
+    def fork(self, argv: list[str], env: dict[str, str], cwd: Path) -> int:
+        """A new kernel, ``ipykernel_launcher`` with ``argv``, under the sandbox's per-process
+        limits; its pid in the sandbox."""
+        env = {**kernel_environment(env), **self.sandbox.environment()}
+        limits = self.sandbox.rlimits()
+        return self.request("fork", argv=argv, env=env, cwd=str(cwd), limits=limits)["pid"]
 
     def reset(self) -> bool:
         """Kill the kernel and everything it started, and put the sandbox back as it started.
@@ -455,7 +428,7 @@ class ZygoteProvisioner(LocalProvisioner):
             give_to_sandbox(self.inside)
             self.group = self.zygote.group
             self.oom_kills = self.group.oom_kills() if self.group is not None else 0
-            self.pid = self.zygote.fork(argv, kwargs["env"], self.inside, limits)
+            self.pid = self.zygote.fork(argv, kwargs["env"], self.inside)
         except BaseException:
             self.finish()
             raise
@@ -512,28 +485,10 @@ class ZygoteProvisioner(LocalProvisioner):
             ZYGOTES.home.empty()
 
 
-class WarmKernelManager(AsyncKernelManager):
+class WarmKernelManager(SandboxSettings):
     """A kernel manager whose kernels the process's zygote forks (``ZygoteProvisioner``),
-    with ``SandboxedKernelManager``'s settings and conventions: ``judge_folder`` is the
-    kernel's private folder, which both sides reach, and interrupts go by message."""
-
-    hidden = List(Unicode(), help="folders the kernel must not see (the grading workspace)").tag(config=True)
-    memory_gib = Float(Limits.memory_gib, help="private writable memory per process, GiB").tag(config=True)
-    cpu_s = Integer(Limits.cpu_s, help="CPU seconds per process").tag(config=True)
-    open_files = Integer(Limits.open_files, help="open files per process").tag(config=True)
-    tasks = Integer(Limits.tasks, help="processes and threads of the sandbox, where cgroups allow").tag(
-        config=True
-    )
-    folder_mib = Integer(Caps.mib, help="MiB of files kept of what a kernel leaves in its folder").tag(
-        config=True
-    )
-    folder_files = Integer(Caps.files, help="files and folders kept of what a kernel leaves").tag(config=True)
-    left_behind: list[str] = []  # what the kernel left and was not kept: replaced, never changed
-
-    def limits(self) -> Limits:
-        return Limits(
-            self.memory_gib, self.cpu_s, self.open_files, self.tasks, self.folder_mib, self.folder_files
-        )
+    with the cold manager's settings and conventions: ``judge_folder`` is the kernel's private
+    folder, which both sides reach, and interrupts go by message."""
 
     def hit_memory_cap(self) -> bool:
         """Whether the memory cap ended a process of this kernel's sandbox (ZygoteProvisioner's)."""
