@@ -14,6 +14,7 @@ A typical week, from the repository root (the workspace defaults to ./workspace,
 """
 
 import argparse
+import dataclasses
 import os
 import shutil
 import sys
@@ -25,7 +26,16 @@ from autograder.engine.kernels.sandbox import Limits
 from autograder.engine.pipeline import Pipeline, SandboxUnavailable
 
 SAMPLES = Path(__file__).resolve().parent / "sample_submissions"
-DEMO_MARK = ".course-demo"  # in a workspace that `demo` made, and so may replace
+DEMO_MARK = ".course-demo"
+# the command line's option for each of the sandbox's limits (Limits' fields), and what it sets
+LIMIT_HELP = {
+    "memory_gib": "GiB per process",
+    "cpu_s": "CPU seconds per kernel",
+    "open_files": "open files per process",
+    "tasks": "processes and threads per kernel, where cgroups can be made",
+    "folder_mib": "MiB kept of the files a submission's kernel leaves in its folder",
+    "folder_files": "files and folders kept of what a submission's kernel leaves",
+}  # in a workspace that `demo` made, and so may replace
 
 
 def _print_problems(pipeline: Pipeline) -> None:
@@ -107,36 +117,13 @@ def _parser() -> argparse.ArgumentParser:
         "Every grading kernel runs in a sandbox (bubblewrap): the file system read-only, the workspace "
         "hidden but for the submission's own folder, no network, and these limits.",
     )
-    limits.add_argument(
-        "--memory-gib", type=float, default=Limits.memory_gib, help="GiB per process (default: %(default)s)"
-    )
-    limits.add_argument(
-        "--cpu-s", type=int, default=Limits.cpu_s, help="CPU seconds per kernel (default: %(default)s)"
-    )
-    limits.add_argument(
-        "--open-files",
-        type=int,
-        default=Limits.open_files,
-        help="open files per process (default: %(default)s)",
-    )
-    limits.add_argument(
-        "--folder-mib",
-        type=int,
-        default=Limits.folder_mib,
-        help="MiB kept of the files a submission's kernel leaves in its folder (default: %(default)s)",
-    )
-    limits.add_argument(
-        "--folder-files",
-        type=int,
-        default=Limits.folder_files,
-        help="files and folders kept of what a submission's kernel leaves (default: %(default)s)",
-    )
-    limits.add_argument(
-        "--tasks",
-        type=int,
-        default=Limits.tasks,
-        help="processes and threads per kernel, where cgroups can be made (default: %(default)s)",
-    )
+    for field in dataclasses.fields(Limits):
+        limits.add_argument(
+            f"--{field.name.replace('_', '-')}",
+            type=field.type,
+            default=field.default,
+            help=f"{LIMIT_HELP[field.name]} (default: %(default)s)",
+        )
     parser.add_argument(
         "--run-everything",
         action="store_true",
@@ -189,9 +176,7 @@ def _sandbox(args: argparse.Namespace) -> Limits | None:
     """The limits the instructor set (None with --unsafe: no sandbox)."""
     if args.unsafe:
         return None
-    return Limits(
-        args.memory_gib, args.cpu_s, args.open_files, args.tasks, args.folder_mib, args.folder_files
-    )
+    return Limits(**{field.name: getattr(args, field.name) for field in dataclasses.fields(Limits)})
 
 
 def _step(pipeline: Pipeline, args: argparse.Namespace) -> None:
