@@ -192,6 +192,10 @@ def test_a_shape_error_names_its_sizes_by_the_lessons_letters_and_its_likely_cau
     with core.sizes({"B": 2, "T": 4}), pytest.raises(CheckFailure) as unknown:  # 5 and 7 are no letter here
         core.call("DecoderLayer", swapped, scores, mask)
     assert "In this check" not in str(unknown.value)
+    refused = ValueError(
+        "mask of shape [2, 1, 1, 7] does not broadcast to the scores [..., T_q, T_k] = [2, 2, 5, 5]"
+    )
+    assert core.mismatched_sizes(refused) == (7, 5)  # lesson 03's attention refusing a mask: mask's, scores'
 
 
 def test_a_crash_is_named_after_the_known_mistake_that_crashes_the_same_way():

@@ -221,12 +221,25 @@ SHAPE_ERRORS = (
 )
 
 
+# the course's own attention (lesson 03) refusing a mask: its shape and the scores'
+MASK_ERROR = re.compile(
+    r"mask of shape \[([\d, ]*)\] does not broadcast to the scores \[[^\]]*\] = \[([\d, ]*)\]"
+)
+
+
 def mismatched_sizes(error: BaseException) -> tuple[int, int] | None:
-    """The two sizes a broadcast, an expand or a matrix product could not make meet, or None."""
+    """The two sizes a broadcast, an expand or a matrix product could not make meet (for a mask
+    that attention refused: the mask's, then the scores'), or None."""
     for pattern, groups in SHAPE_ERRORS:
         found = pattern.search(str(error))
         if found:
             return int(found[groups[0]]), int(found[groups[1]])
+    found = MASK_ERROR.search(str(error))
+    if found:
+        mask, scores = ([int(n) for n in group.split(",") if n.strip()] for group in found.groups())
+        for size, score in zip(reversed(mask), reversed(scores), strict=False):  # aligned on the right
+            if size not in (1, score):
+                return size, score
     return None
 
 
@@ -238,12 +251,9 @@ def _sizes_clause(error: BaseException) -> str:
     names = [" or ".join(known.named(size)) for size in pair]
     if not all(names):
         return ""
-    clause = (
-        f". In this check {pair[0]} is {names[0]} and {pair[1]} is {names[1]}: two tensors met "
-        "whose axes should not"
-    )
+    clause = f". In this check {pair[0]} is {names[0]} and {pair[1]} is {names[1]}"
     cause = known.cause(*pair)
-    return f"{clause}; {cause}" if cause else clause
+    return f"{clause}: {cause}" if cause else f"{clause}, two axes that should not meet"
 
 
 def error_key(error: BaseException) -> tuple[str, str]:
