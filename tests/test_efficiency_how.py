@@ -3,6 +3,7 @@ decoder_layer_step called by a right cached_greedy_decode is named as decoder_la
 and the stand-in model's stacks can be called as lesson 08's are."""
 
 import inspect
+import math
 
 import pytest
 import torch
@@ -80,3 +81,61 @@ def test_counting_sees_one_position_per_step_for_the_reference():
     steps = out.size(1) - 1
     assert (work.encoder, work.full_layers, work.memory) == (1, 0, [1, 1])
     assert work.queries == [[1] * steps, [1] * steps]
+
+
+# ---------------------------------------------------------------------------------------
+# blockwise_attention's reference (the exercise's wiring waits for autograder/lessons.py)
+# ---------------------------------------------------------------------------------------
+
+
+def _qkv(seed: int, t_q=37, t_k=50, scale=1.0):
+    generator = torch.Generator().manual_seed(seed)
+    q = torch.randn(2, 3, t_q, 8, dtype=torch.float64, generator=generator) * scale
+    k = torch.randn(2, 3, t_k, 8, dtype=torch.float64, generator=generator)
+    v = torch.randn(2, 3, t_k, 6, dtype=torch.float64, generator=generator)  # d_v != d_k
+    return q, k, v
+
+
+@pytest.mark.parametrize("block_size", [1, 16, 50, 64])
+def test_blockwise_attention_equals_pytorchs(block_size):
+    q, k, v = _qkv(1, scale=3.0)
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    assert torch.allclose(reference.blockwise_attention(q, k, v, block_size=block_size), expected)
+
+
+def test_blockwise_attention_survives_scores_that_overflow_exp():
+    q, k, v = _qkv(2, scale=400.0)  # scores of several hundred: exp overflows in float64 past 709
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    out = reference.blockwise_attention(q, k, v, block_size=16)
+    assert torch.isfinite(out).all() and torch.allclose(out, expected)
+
+
+def test_blockwise_attention_masks_as_lesson_03_does():
+    from solutions.attention import scaled_dot_product_attention
+
+    q, k, v = _qkv(3)
+    mask = torch.rand(2, 1, 37, 50, generator=torch.Generator().manual_seed(4)) > 0.4
+    mask[0, 0, 5] = False  # a query that may attend to no key at all
+    padding = torch.ones(2, 1, 1, 50, dtype=torch.bool)
+    padding[1, ..., 33:] = False  # broadcast over the queries
+    for m in (mask, padding):
+        out = reference.blockwise_attention(q, k, v, m, block_size=16)
+        assert torch.allclose(out, scaled_dot_product_attention(q, k, v, m)[0])
+        assert torch.allclose(out, torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m))
+    assert torch.equal(reference.blockwise_attention(q, k, v, mask, 16)[0, :, 5], torch.zeros(3, 6).double())
+
+
+def test_blockwise_attention_memory_grows_linearly_and_the_full_matrix_quadratically():
+    from solutions.attention import scaled_dot_product_attention
+
+    def full(q, k, v):
+        return scaled_dot_product_attention(q, k, v)[0]
+
+    sizes = (128, 256, 512)
+    blockwise, whole = [], []
+    for n in sizes:
+        q = torch.randn(1, 2, n, 16)
+        blockwise.append(math.prod(checks.largest_tensor(reference.blockwise_attention, q, q, q, None, 32)))
+        whole.append(math.prod(checks.largest_tensor(full, q, q, q)))
+    assert whole == [2 * n * n for n in sizes]  # the weights [B, h, T, T]
+    assert blockwise == [2 * n * 32 for n in sizes]  # one block of scores [B, h, T, block_size]

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 
 import torch
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 from autograder.checks import core, greedy
 from autograder.checks.device import DEVICE, DTYPE
@@ -726,6 +728,37 @@ def check_cached_end_symbol(fn) -> None:
         f"{CACHED} with end_symbol = {VISIBLE_END}: rows that finish at different steps are padded "
         f"with it, and decoding stops after {out.size(1)} of max_len = {CACHED_MAX_LEN} tokens"
     )
+
+
+# ---------------------------------------------------------------------------------------
+# Memory as a count: the largest tensor an operation creates
+# ---------------------------------------------------------------------------------------
+
+
+class _Largest(TorchDispatchMode):
+    """Sees every tensor operation run inside it (in this process) and keeps the shape of the
+    largest new tensor one of them returns; views (a slice, a transpose, an expand) own no memory
+    of their own and are left out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shape: tuple[int, ...] = ()
+        self.numel = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for tensor in tree_leaves(out):
+            if isinstance(tensor, torch.Tensor) and not tensor._is_view() and tensor.numel() > self.numel:
+                self.shape, self.numel = tuple(tensor.shape), tensor.numel()
+        return out
+
+
+def largest_tensor(fn, *args, **kwargs) -> tuple[int, ...]:
+    """The shape of the largest tensor that ``fn(*args, **kwargs)`` creates: a count, the same on
+    every machine, and a lower bound of its peak memory (which it dominates for attention)."""
+    with torch.no_grad(), _Largest() as seen:
+        fn(*args, **kwargs)
+    return seen.shape
 
 
 CATALOGUE = {STEP: STEP_MISTAKES, CACHED: CACHED_MISTAKES}
