@@ -219,3 +219,39 @@ def test_a_crash_is_named_after_the_known_mistake_that_crashes_the_same_way():
         with core.crashes_named("PE", lambda: core.mistake_outputs(mistakes, x, table)):
             core.call("PE", multiply, x, table)
     assert "known mistake" not in str(other.value)
+
+
+def test_greedy_decoding_written_for_one_sentence_is_named_whether_it_crashes_or_returns_one_row():
+    import pytest
+    import torch
+
+    from autograder.checks import CheckFailure, greedy
+    from autograder.checks.device import DEVICE, DTYPE
+    from solutions import Transformer, greedy_decode
+    from solutions.masking import causal_mask
+
+    def first_row_only(model, src, src_mask, max_len, start_symbol, end_symbol=None):
+        memory = model.encode(src, src_mask)
+        ys = torch.full((1, 1), start_symbol, dtype=torch.long, device=src.device)
+        for _ in range(max_len - 1):
+            out = model.decode(memory, src_mask, ys, causal_mask(ys.size(1), src.device))
+            next_word = model.generator(out[:, -1]).argmax(dim=-1)[0]  # [B] broadcast from ys: row 0
+            ys = torch.cat([ys, next_word.view(1, 1)], dim=1)
+        return ys
+
+    torch.manual_seed(0)
+    model = Transformer(9, 10, d_model=8, n_heads=2, d_ff=16, n_layers=1, dropout=0.0)
+    model = model.to(device=DEVICE, dtype=DTYPE).eval()
+    src = torch.tensor([[1, 2, 3, 4], [5, 6, 7, 0], [8, 1, 0, 0]], device=DEVICE)
+    src_mask = (src != 0)[:, None, None, :]
+    with pytest.raises(
+        CheckFailure, match=r"returned one row for a batch of B = 3 .* written for a batch of one"
+    ):
+        greedy.compare_greedy(
+            first_row_only, model, src, src_mask, 6, 1, expected=greedy_decode(model, src, src_mask, 6, 1)
+        )
+    with pytest.raises(CheckFailure, match=r"greedy_decode raised RuntimeError for a batch of B = 3"):
+        greedy.check_greedy_values(first_row_only)  # the stand-in model cannot broadcast [1, t] to B rows
+    with pytest.raises(CheckFailure) as other:  # wrong for one source as well: no batch-of-one claim
+        greedy.check_greedy_values(lambda *args: first_row_only(*args)[:, :-1])
+    assert "batch of one" not in str(other.value)
