@@ -170,8 +170,10 @@ def call(exercise: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> An
     except Exception as error:
         if isinstance(error, RuntimeError) and "view size is not compatible" in str(error):
             raise CheckFailure(NOT_CONTIGUOUS.format(exercise=exercise)) from error
+        clause = _sizes_clause(error)
+        text = str(error).rstrip(".") if clause else str(error)
         raise CheckFailure(
-            f"{exercise} raised {type(error).__name__}: {error}{_sizes_clause(error)} (where: see below)"
+            f"{exercise} raised {type(error).__name__}: {text}{clause} (where: see below)"
         ) from error
 
 
@@ -218,6 +220,13 @@ SHAPE_ERRORS = (
     (re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"), (1, 2)),
     (re.compile(r"expanded size of the tensor \((\d+)\) must match the existing size \((\d+)\)"), (1, 2)),
     (re.compile(r"shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)"), (2, 3)),
+    (re.compile(r"batch2 tensor to be: \[\d+, (\d+)\] but got: \[\d+, (\d+)\]"), (1, 2)),  # a batched @
+    (
+        re.compile(
+            r"has size (\d+) for operand \d+ which does not broadcast with previously seen size (\d+)"
+        ),
+        (1, 2),
+    ),
 )
 
 
