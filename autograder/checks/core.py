@@ -513,18 +513,20 @@ def wrong_pattern(
         ):
             relations["ratio"] = float(ratio[0])
     because = _because(causes, relations)
+    one = a.numel() == 1
+    subject = "your number is" if one else "every entry is"
     if len(relations) == 2:
-        one = "your number is" if a.numel() == 1 else "every entry is"
         return (
-            f": {one} off by {relations['offset']:+.4g}, or {relations['ratio']:.4g} times the expected "
+            f": {subject} off by {relations['offset']:+.4g}, or {relations['ratio']:.4g} times the expected "
             f"value (one expected value cannot tell an added constant from a scale){because}"
         )
     if "offset" in relations:
         offset = relations["offset"]
-        return f": every entry is off by the same {offset:.4g} (a constant added or left out?){because}"
+        same = "" if one else " the same"
+        return f": {subject} off by{same} {offset:.4g} (a constant added or left out?){because}"
     if "ratio" in relations:
         factor = relations["ratio"]
-        return f": every entry is {factor:.4g} times the expected one (a scale missing or extra?){because}"
+        return f": {subject} {factor:.4g} times the expected one (a scale missing or extra?){because}"
     names = _axis_names(letters, a.dim())
     for axis in range(a.dim() - 1, -1, -1):
         others = [d for d in range(a.dim()) if d != axis]
