@@ -196,6 +196,11 @@ def test_a_shape_error_names_its_sizes_by_the_lessons_letters_and_its_likely_cau
         "mask of shape [2, 1, 1, 7] does not broadcast to the scores [..., T_q, T_k] = [2, 2, 5, 5]"
     )
     assert core.mismatched_sizes(refused) == (7, 5)  # lesson 03's attention refusing a mask: mask's, scores'
+    shapes = RuntimeError(
+        "Attempting to broadcast a dimension of length 7 at -1! Mismatching argument at index 1 had "
+        "torch.Size([2, 7]); but expected shape should be broadcastable to [2, 5]"
+    )
+    assert core.mismatched_sizes(shapes) == (7, 5)  # torch.broadcast_shapes
 
 
 def test_a_crash_is_named_after_the_known_mistake_that_crashes_the_same_way():

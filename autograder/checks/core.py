@@ -230,6 +230,10 @@ SHAPE_ERRORS = (
 )
 
 
+# torch.broadcast_shapes: one size, the axis, and the shape it should have broadcast to
+BROADCAST_SHAPES_ERROR = re.compile(
+    r"broadcast a dimension of length (\d+) at (-?\d+)!.* should be broadcastable to \[([\d, ]*)\]"
+)
 # the course's own attention (lesson 03) refusing a mask: its shape and the scores'
 MASK_ERROR = re.compile(
     r"mask of shape \[([\d, ]*)\] does not broadcast to the scores \[[^\]]*\] = \[([\d, ]*)\]"
@@ -243,6 +247,11 @@ def mismatched_sizes(error: BaseException) -> tuple[int, int] | None:
         found = pattern.search(str(error))
         if found:
             return int(found[groups[0]]), int(found[groups[1]])
+    found = BROADCAST_SHAPES_ERROR.search(str(error))
+    if found:
+        shape = [int(n) for n in found[3].split(",") if n.strip()]
+        if -len(shape) <= int(found[2]) < len(shape):
+            return int(found[1]), shape[int(found[2])]
     found = MASK_ERROR.search(str(error))
     if found:
         mask, scores = ([int(n) for n in group.split(",") if n.strip()] for group in found.groups())

@@ -246,7 +246,7 @@ MHA_MISTAKES = core.catalogue(
         "heads merged without transpose": lambda m, query, key, value, mask=None: _mha(
             m, query, key, value, mask, merge=_merge_without_transpose
         ),
-        "heads not moved before T (no transpose)": lambda m, query, key, value, mask=None: _mha(
+        "q, k and v left as [B, T, h, d_k] (no transpose)": lambda m, query, key, value, mask=None: _mha(
             m, query, key, value, mask, split=_view_only, merge=_flatten_heads
         ),
         "scaled by sqrt(D) instead of sqrt(d_k)": lambda m, query, key, value, mask=None: _mha(
