@@ -1,5 +1,7 @@
 """Lesson 11: incremental decoding with a key/value cache."""
 
+import math
+
 import torch
 
 from solutions.attention import scaled_dot_product_attention
@@ -106,4 +108,45 @@ def cached_greedy_decode(
         if end_symbol is not None and bool(finished.all()):
             break
     return ys
+    ### END SOLUTION
+
+
+def blockwise_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    block_size: int = 64,
+) -> torch.Tensor:
+    """softmax(q k^T / sqrt(d_k)) v, walking the keys in blocks: the [T_q, T_k] scores never exist.
+
+    q: [..., T_q, d_k], k: [..., T_k, d_k], v: [..., T_k, d_v]; mask: Bool broadcasting against
+    [..., T_q, T_k], True where a query may attend to a key, or None. Returns out [..., T_q, d_v],
+    equal to scaled_dot_product_attention's output; a query that may attend to no key gets zeros.
+    For each query row it keeps a running maximum m, a running sum l of exp(score - m) and a
+    running output acc; when a block raises m, the old l and acc are rescaled by exp(m_old - m_new).
+    The largest tensor it builds is one block of scores, [..., T_q, block_size].
+    """
+    ### BEGIN SOLUTION
+    scale = 1.0 / math.sqrt(q.size(-1))
+    t_k = k.size(-2)
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    rows = (*batch, q.size(-2), 1)
+    running_max = q.new_full(rows, float("-inf"))  # m: [..., T_q, 1]
+    running_sum = q.new_zeros(rows)  # l: [..., T_q, 1]
+    acc = q.new_zeros((*batch, q.size(-2), v.size(-1)))  # [..., T_q, d_v]
+    for start in range(0, t_k, block_size):
+        end = min(start + block_size, t_k)
+        scores = q @ k[..., start:end, :].transpose(-2, -1) * scale  # [..., T_q, b]
+        if mask is not None:
+            block_mask = mask[..., start:end] if mask.size(-1) > 1 else mask  # a mask may broadcast over keys
+            scores = scores.masked_fill(~block_mask, float("-inf"))
+        new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))  # [..., T_q, 1]
+        shift = new_max.masked_fill(new_max == float("-inf"), 0.0)  # no key yet: exp(-inf - 0) = 0
+        weights = torch.exp(scores - shift)  # [..., T_q, b], masked keys give 0
+        rescale = torch.exp(running_max - shift)  # [..., T_q, 1]: exp(m_old - m_new)
+        running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)
+        acc = acc * rescale + weights @ v[..., start:end, :]
+        running_max = new_max
+    return acc / running_sum.masked_fill(running_sum == 0, 1.0)  # fully masked rows: 0 / 1 = 0
     ### END SOLUTION

@@ -134,3 +134,129 @@ def test_a_failure_message_never_breaks_inside_a_code_span():
         assert all(len(line) <= width for line in lines), (width, lines)
     rendered = CheckFailure(message)._render_traceback_()
     assert any(span in line for line in rendered), rendered
+
+
+def test_an_offset_and_a_ratio_are_told_apart_and_matched_with_the_exercise_causes():
+    import pytest
+    import torch
+
+    from autograder.checks import CheckFailure
+    from autograder.checks.core import Cause, expect_close
+
+    expected = torch.randn(2, 5, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    offset = _failure(expected + 0.25, expected)
+    assert "every entry is off by the same 0.25 (a constant added or left out?)" in offset, offset
+    assert "times the expected" not in offset
+    ratio = _failure(expected * 0.75, expected)
+    assert "every entry is 0.75 times the expected one" in ratio and "off by" not in ratio, ratio
+
+    def scalar_failure(actual: float, causes) -> str:
+        with pytest.raises(CheckFailure) as failure:
+            expect_close("loss", "the loss", torch.tensor(actual), torch.tensor(2.0), "[]", causes=causes)
+        return str(failure.value)
+
+    causes = [
+        Cause("ratio", 17 / 24, "the mean over all B·T positions, padding included"),
+        Cause("offset", 0.5, "a smoothing term without its 1/V"),
+    ]
+    # one number: both relations hold, and the message says so instead of claiming a scale
+    added = scalar_failure(2.5, causes)
+    assert "your number is off by +0.5, or 1.25 times the expected value" in added, added
+    assert "cannot tell an added constant from a scale), which is what a smoothing term" in added, added
+    counted = scalar_failure(2.0 * 17 / 24, causes)
+    assert "which is what the mean over all B·T positions, padding included gives" in counted, counted
+    assert "which is what" not in scalar_failure(3.0, causes)  # no cause fits: none is claimed
+    with pytest.raises(ValueError, match="'offset' or 'ratio'"):
+        Cause("scale", 2.0, "x")
+
+
+def test_a_shape_error_names_its_sizes_by_the_lessons_letters_and_its_likely_cause():
+    import pytest
+    import torch
+
+    from autograder.checks import CheckFailure, core
+
+    def swapped(scores, mask):  # a [B, h, T_tgt, T_src] score met a [B, 1, T_tgt, T_tgt] mask
+        return scores.masked_fill(~mask, 0.0)
+
+    scores, mask = torch.zeros(2, 3, 5, 7), torch.ones(2, 1, 5, 5, dtype=torch.bool)
+    causes = {("T_src", "T_tgt"): "check the order of src_mask and tgt_mask"}
+    with core.sizes({"B": 2, "h": 3, "T_tgt": 5, "T_src": 7}, causes), pytest.raises(CheckFailure) as failure:
+        core.call("DecoderLayer", swapped, scores, mask)
+    message = str(failure.value)
+    assert "In this check 7 is T_src and 5 is T_tgt" in message or "5 is T_tgt and 7 is T_src" in message
+    assert "check the order of src_mask and tgt_mask" in message, message
+    with pytest.raises(CheckFailure) as outside:  # outside the block: PyTorch's words only
+        core.call("DecoderLayer", swapped, scores, mask)
+    assert "In this check" not in str(outside.value)
+    with core.sizes({"B": 2, "T": 4}), pytest.raises(CheckFailure) as unknown:  # 5 and 7 are no letter here
+        core.call("DecoderLayer", swapped, scores, mask)
+    assert "In this check" not in str(unknown.value)
+    refused = ValueError(
+        "mask of shape [2, 1, 1, 7] does not broadcast to the scores [..., T_q, T_k] = [2, 2, 5, 5]"
+    )
+    assert core.mismatched_sizes(refused) == (7, 5)  # lesson 03's attention refusing a mask: mask's, scores'
+    shapes = RuntimeError(
+        "Attempting to broadcast a dimension of length 7 at -1! Mismatching argument at index 1 had "
+        "torch.Size([2, 7]); but expected shape should be broadcastable to [2, 5]"
+    )
+    assert core.mismatched_sizes(shapes) == (7, 5)  # torch.broadcast_shapes
+
+
+def test_a_crash_is_named_after_the_known_mistake_that_crashes_the_same_way():
+    import pytest
+    import torch
+
+    from autograder.checks import CheckFailure, core
+
+    def add_rows(x, table):  # the whole [8, D] table added to x [B, 5, D]: a broadcast error
+        return x + table
+
+    def multiply(x, table):  # another crash: x [B, 5, D] @ [8, D]
+        return x @ table
+
+    mistakes = [core.Mistake("whole table", "Add table[:T].", add_rows)]
+    x, table = torch.zeros(2, 5, 4), torch.zeros(8, 4)
+    with pytest.raises(CheckFailure, match=r"fails like a known mistake, whole table\. Add table\[:T\]\."):
+        with core.crashes_named("PE", lambda: core.mistake_outputs(mistakes, table, x)):  # operands swapped
+            core.call("PE", add_rows, x, table)
+    with pytest.raises(CheckFailure, match="PE raised RuntimeError") as other:
+        with core.crashes_named("PE", lambda: core.mistake_outputs(mistakes, x, table)):
+            core.call("PE", multiply, x, table)
+    assert "known mistake" not in str(other.value)
+
+
+def test_greedy_decoding_written_for_one_sentence_is_named_whether_it_crashes_or_returns_one_row():
+    import pytest
+    import torch
+
+    from autograder.checks import CheckFailure, greedy
+    from autograder.checks.device import DEVICE, DTYPE
+    from solutions import Transformer, greedy_decode
+    from solutions.masking import causal_mask
+
+    def first_row_only(model, src, src_mask, max_len, start_symbol, end_symbol=None):
+        memory = model.encode(src, src_mask)
+        ys = torch.full((1, 1), start_symbol, dtype=torch.long, device=src.device)
+        for _ in range(max_len - 1):
+            out = model.decode(memory, src_mask, ys, causal_mask(ys.size(1), src.device))
+            next_word = model.generator(out[:, -1]).argmax(dim=-1)[0]  # [B] broadcast from ys: row 0
+            ys = torch.cat([ys, next_word.view(1, 1)], dim=1)
+        return ys
+
+    torch.manual_seed(0)
+    model = Transformer(9, 10, d_model=8, n_heads=2, d_ff=16, n_layers=1, dropout=0.0)
+    model = model.to(device=DEVICE, dtype=DTYPE).eval()
+    src = torch.tensor([[1, 2, 3, 4], [5, 6, 7, 0], [8, 1, 0, 0]], device=DEVICE)
+    src_mask = (src != 0)[:, None, None, :]
+    with pytest.raises(
+        CheckFailure, match=r"returned one row for a batch of B = 3 .* written for a batch of one"
+    ):
+        greedy.compare_greedy(
+            first_row_only, model, src, src_mask, 6, 1, expected=greedy_decode(model, src, src_mask, 6, 1)
+        )
+    with pytest.raises(CheckFailure, match=r"greedy_decode raised RuntimeError for a batch of B = 3"):
+        greedy.check_greedy_values(first_row_only)  # the stand-in model cannot broadcast [1, t] to B rows
+    with pytest.raises(CheckFailure) as other:  # wrong for one source as well: no batch-of-one claim
+        greedy.check_greedy_values(lambda *args: first_row_only(*args)[:, :-1])
+    assert "batch of one" not in str(other.value)

@@ -89,10 +89,24 @@ def _expected(q, k, v, mask=None):
     return out, weights
 
 
+# what it likely means when two of these sizes meet in a shape error
+CAUSES = {
+    ("d_k", "T_k"): "k's last two axes are taken in the wrong order: the scores are "
+    "q @ k.transpose(-2, -1) (in einsum, '...qd,...kd->...qk'), [..., T_q, d_k] @ [..., d_k, T_k] "
+    "= [..., T_q, T_k]",
+    ("T_q", "T_k"): "the scores or the weights are transposed: q kᵀ has one row per query, "
+    "[..., T_q, T_k], and out = weights @ v multiplies its T_k columns with v's T_k rows",
+}
+
+
 def _run(fn, q, k, v, mask=None):
-    """Call the learner's function, check it returned (out, weights) and left its inputs alone."""
+    """Call the learner's function, check it returned (out, weights) and left its inputs alone;
+    a shape error names its sizes by the lesson's letters."""
     inputs = {"q": q, "k": k, "v": v} | ({} if mask is None else {"mask": mask})
-    with core.unchanged(EXERCISE, **inputs):
+    letters = {"T_q": q.size(-2), "d_k": q.size(-1), "T_k": k.size(-2), "d_v": v.size(-1)}
+    if q.dim() == 4:
+        letters |= {"B": q.size(0), "h": q.size(1)}
+    with core.unchanged(EXERCISE, **inputs), core.sizes(letters, CAUSES):
         result = core.call(EXERCISE, fn, q, k, v, mask)
     if not (isinstance(result, tuple) and len(result) == 2):
         raise core.CheckFailure(

@@ -8,8 +8,10 @@ whose message is written for the learner.
 """
 
 import contextlib
+import contextvars
 import functools
 import inspect
+import math
 import re
 import textwrap
 import tomllib
@@ -168,7 +170,142 @@ def call(exercise: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> An
     except Exception as error:
         if isinstance(error, RuntimeError) and "view size is not compatible" in str(error):
             raise CheckFailure(NOT_CONTIGUOUS.format(exercise=exercise)) from error
-        raise CheckFailure(f"{exercise} raised {type(error).__name__}: {error} (where: see below)") from error
+        clause = _sizes_clause(error)
+        text = str(error).rstrip(".") if clause else str(error)
+        raise CheckFailure(
+            f"{exercise} raised {type(error).__name__}: {text}{clause} (where: see below)"
+        ) from error
+
+
+# ---------------------------------------------------------------- shape errors in the lesson's letters
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The sizes of the axes in the check being run, by the lesson's letters ({'T_src': 7, ...}),
+    and what it likely means when two of them meet in a shape error: a pair of letters (in
+    either order) -> a cause in the lesson's words."""
+
+    letters: Mapping[str, int]
+    causes: Mapping[tuple[str, str], str]
+
+    def named(self, size: int) -> list[str]:
+        return [letter for letter, value in self.letters.items() if value == size]
+
+    def cause(self, first: int, second: int) -> str | None:
+        for a in self.named(first):
+            for b in self.named(second):
+                found = self.causes.get((a, b)) or self.causes.get((b, a))
+                if found:
+                    return found
+        return None
+
+
+_SIZES: contextvars.ContextVar[Sizes | None] = contextvars.ContextVar("sizes", default=None)
+
+
+@contextlib.contextmanager
+def sizes(letters: Mapping[str, int], causes: Mapping[tuple[str, str], str] | None = None) -> Iterator[None]:
+    """Inside the block, a shape error raised by the learner's code (``call``) names the sizes
+    that did not match by the lesson's letters, and a likely cause when ``causes`` has one."""
+    token = _SIZES.set(Sizes(dict(letters), dict(causes or {})))
+    try:
+        yield
+    finally:
+        _SIZES.reset(token)
+
+
+# PyTorch's words for two sizes that cannot meet: (pattern, the groups of the two sizes)
+SHAPE_ERRORS = (
+    (re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"), (1, 2)),
+    (re.compile(r"expanded size of the tensor \((\d+)\) must match the existing size \((\d+)\)"), (1, 2)),
+    (re.compile(r"shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)"), (2, 3)),
+    (re.compile(r"batch2 tensor to be: \[\d+, (\d+)\] but got: \[\d+, (\d+)\]"), (1, 2)),  # a batched @
+    (
+        re.compile(
+            r"has size (\d+) for operand \d+ which does not broadcast with previously seen size (\d+)"
+        ),
+        (1, 2),
+    ),
+)
+
+
+# torch.broadcast_shapes: one size, the axis, and the shape it should have broadcast to
+BROADCAST_SHAPES_ERROR = re.compile(
+    r"broadcast a dimension of length (\d+) at (-?\d+)!.* should be broadcastable to \[([\d, ]*)\]"
+)
+# the course's own attention (lesson 03) refusing a mask: its shape and the scores'
+MASK_ERROR = re.compile(
+    r"mask of shape \[([\d, ]*)\] does not broadcast to the scores \[[^\]]*\] = \[([\d, ]*)\]"
+)
+
+
+def mismatched_sizes(error: BaseException) -> tuple[int, int] | None:
+    """The two sizes a broadcast, an expand or a matrix product could not make meet (for a mask
+    that attention refused: the mask's, then the scores'), or None."""
+    for pattern, groups in SHAPE_ERRORS:
+        found = pattern.search(str(error))
+        if found:
+            return int(found[groups[0]]), int(found[groups[1]])
+    found = BROADCAST_SHAPES_ERROR.search(str(error))
+    if found:
+        shape = [int(n) for n in found[3].split(",") if n.strip()]
+        if -len(shape) <= int(found[2]) < len(shape):
+            return int(found[1]), shape[int(found[2])]
+    found = MASK_ERROR.search(str(error))
+    if found:
+        mask, scores = ([int(n) for n in group.split(",") if n.strip()] for group in found.groups())
+        for size, score in zip(reversed(mask), reversed(scores), strict=False):  # aligned on the right
+            if size not in (1, score):
+                return size, score
+    return None
+
+
+def _sizes_clause(error: BaseException) -> str:
+    """'. In this check 7 is T_src and 5 is T_tgt: ...' for a shape error inside ``sizes``, else ''."""
+    known, pair = _SIZES.get(), mismatched_sizes(error)
+    if known is None or pair is None:
+        return ""
+    names = [" or ".join(known.named(size)) for size in pair]
+    if not all(names):
+        return ""
+    clause = f". In this check {pair[0]} is {names[0]} and {pair[1]} is {names[1]}"
+    cause = known.cause(*pair)
+    return f"{clause}: {cause}" if cause else f"{clause}, two axes that should not meet"
+
+
+def error_key(error: BaseException) -> tuple[str, str]:
+    """An error's type and message, with the operands of a broadcast error in a fixed order
+    (a + b and b + a fail with the same sizes, named the other way round)."""
+    broadcast = SHAPE_ERRORS[0][0]
+    text = broadcast.sub(lambda m: f"sizes {sorted((int(m[1]), int(m[2])))}", str(error))
+    return type(error).__name__, text
+
+
+def crash_of(failure: CheckFailure) -> Exception | None:
+    """The learner's own exception behind ``failure``: None for a stub or a failure of a check."""
+    cause = failure.__cause__
+    if isinstance(cause, Exception) and not isinstance(cause, NotImplementedError):
+        return cause
+    return None
+
+
+@contextlib.contextmanager
+def crashes_named(exercise: str, outcomes: Callable[[], Sequence[tuple[Mistake, Any]]]) -> Iterator[None]:
+    """A crash of the learner's code inside the block is named after the known mistake whose
+    computation (``outcomes()``, computed only then) raises the same error, when one does."""
+    try:
+        yield
+    except CheckFailure as failure:
+        error = crash_of(failure)
+        if error is None:
+            raise
+        for mistake, outcome in outcomes():
+            if isinstance(outcome, Exception) and error_key(outcome) == error_key(error):
+                raise CheckFailure(
+                    f"{exercise}: your code fails like a known mistake, {mistake.name}. {mistake.hint}"
+                ) from error
+        raise
 
 
 def _raised_in(error: BaseException) -> str | None:
@@ -271,6 +408,33 @@ def expect_device(exercise: str, what: str, actual: torch.Tensor, device: torch.
         )
 
 
+@dataclass(frozen=True)
+class Cause:
+    """A likely cause of a wrong result, known by the relation it leaves between the learner's
+    result and the expected one: ``relation`` "offset" (yours = expected + ``value``) or
+    "ratio" (yours = expected * ``value``), ``text`` what would do it, in the lesson's words
+    ('the mean taken over all B·T positions, padding included')."""
+
+    relation: str
+    value: float
+    text: str
+
+    def __post_init__(self) -> None:
+        if self.relation not in ("offset", "ratio"):
+            raise ValueError(f"a Cause's relation is 'offset' or 'ratio', got {self.relation!r}")
+
+    def fits(self, relation: str, value: float) -> bool:
+        return relation == self.relation and math.isclose(value, self.value, rel_tol=1e-4, abs_tol=1e-6)
+
+
+def _because(causes: Sequence[Cause], relations: Mapping[str, float]) -> str:
+    """' (what <cause> gives)' for the first cause that fits one of the relations that hold."""
+    for cause in causes:
+        if any(cause.fits(relation, value) for relation, value in relations.items()):
+            return f", which is what {cause.text} gives"
+    return ""
+
+
 def expect_close(
     exercise: str,
     what: str,
@@ -279,6 +443,7 @@ def expect_close(
     letters: str,
     mistakes: Sequence[tuple[Mistake, Any]] = (),
     where: str = "",
+    causes: Sequence[Cause] = (),
 ) -> None:
     """Compare ``actual`` with ``expected``; on a mismatch, name the known mistake it matches.
 
@@ -286,6 +451,7 @@ def expect_close(
     The order of the messages: a known mistake first (its hint is the most
     useful thing to say), then NaN, then the shape, then the size of the error.
     ``where`` ends a message that names no mistake: what is known to be right, where to look.
+    ``causes``: the exercise's likely causes of an offset or a ratio (see ``Cause``).
     """
     actual = expect_tensor(exercise, what, actual)
     if same(actual, expected):
@@ -305,7 +471,7 @@ def expect_close(
     if actual.is_floating_point() and expected.is_floating_point():
         error = (actual.double() - expected.double()).abs()  # in float64, whatever the learner's dtype
         index = tuple(int(i) for i in torch.unravel_index(error.argmax(), error.shape))
-        pattern = wrong_pattern(actual, expected, letters)
+        pattern = wrong_pattern(actual, expected, letters, causes)
         raise CheckFailure(
             f"{exercise}: {what} has the right shape {letters} but wrong values{pattern}. The largest "
             f"difference is {float(error.max()):.3g}, at index {list(index)}, where the expected "
@@ -330,28 +496,46 @@ def _indices(flags: torch.Tensor) -> str:
     return ", ".join(map(str, found[:6])) + (", ..." if len(found) > 6 else "")
 
 
-def wrong_pattern(actual: torch.Tensor, expected: torch.Tensor, letters: str) -> str:
+def wrong_pattern(
+    actual: torch.Tensor, expected: torch.Tensor, letters: str, causes: Sequence[Cause] = ()
+) -> str:
     """Where and how a float output of the right shape is wrong, as a clause for a message
     (', only at T = 1, 3 ...'), or '' when no simple pattern shows. In order: the right values
-    in the wrong places, one factor or one offset everywhere, wrong only at some indices of
-    an axis (the others are right)."""
+    in the wrong places, one offset or one factor everywhere (only the relation that holds is
+    described; a single number, or a constant expected tensor, cannot tell them apart), wrong
+    only at some indices of an axis (the others are right). ``causes``: the exercise's likely
+    causes, named when the relation that holds is one of theirs."""
     a, e = actual.double(), expected.double()
     # loose on purpose: this describes a failure that ``same`` has already found
     close = torch.isclose(a, e, rtol=1e-4, atol=1e-5)
     if a.numel() > 1 and torch.allclose(a.flatten().sort().values, e.flatten().sort().values):
         return ": the right values, in the wrong places (an axis swapped, flipped or shuffled?)"
+    relations: dict[str, float] = {}
+    difference = a - e
+    if torch.allclose(difference, difference.flatten()[0].expand_as(difference), atol=1e-5):
+        relations["offset"] = float(difference.flatten()[0])
     nonzero = e.abs() > 1e-6
     if nonzero.any():
         ratio = a[nonzero] / e[nonzero]
         if torch.allclose(ratio, ratio[0].expand_as(ratio), rtol=1e-4) and torch.allclose(
             a[~nonzero], e[~nonzero]
         ):
-            return (
-                f": every entry is {float(ratio[0]):.4g} times the expected one (a scale missing or extra?)"
-            )
-    offset = a - e
-    if torch.allclose(offset, offset.flatten()[0].expand_as(offset), atol=1e-5):
-        return f": every entry is off by the same {float(offset.flatten()[0]):.4g}"
+            relations["ratio"] = float(ratio[0])
+    because = _because(causes, relations)
+    one = a.numel() == 1
+    subject = "your number is" if one else "every entry is"
+    if len(relations) == 2:
+        return (
+            f": {subject} off by {relations['offset']:+.4g}, or {relations['ratio']:.4g} times the expected "
+            f"value (one expected value cannot tell an added constant from a scale){because}"
+        )
+    if "offset" in relations:
+        offset = relations["offset"]
+        same = "" if one else " the same"
+        return f": {subject} off by{same} {offset:.4g} (a constant added or left out?){because}"
+    if "ratio" in relations:
+        factor = relations["ratio"]
+        return f": {subject} {factor:.4g} times the expected one (a scale missing or extra?){because}"
     names = _axis_names(letters, a.dim())
     for axis in range(a.dim() - 1, -1, -1):
         others = [d for d in range(a.dim()) if d != axis]

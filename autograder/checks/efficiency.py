@@ -23,10 +23,16 @@ returns its cache rather than only updating the dict it was given.
 """
 
 import contextlib
+import inspect
+import math
+import types
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 from autograder.checks import core, greedy
 from autograder.checks.device import DEVICE, DTYPE
@@ -63,6 +69,8 @@ def _step_variant(
     cross_from="memory",
     order="contract",
     pre_ln_keys="normed",
+    scale="d_k",
+    cat_dim=2,
 ):
     """decoder_layer_step with one thing done wrong, as a learner might write it."""
     cache = {} if cache is None else dict(cache)
@@ -70,26 +78,35 @@ def _step_variant(
     n_heads = k_mem.size(1)
     norm_first = {"contract": layer.norm_first, "post": False, "pre": True, "inside": None}[order]
 
+    def attend_to(q, k, v, mask):  # a hand-written attention, scaled by sqrt(d_k) or by sqrt(D)
+        if scale == "D":
+            q = q * math.sqrt(q.size(-1) / x.size(-1))  # q k^T / sqrt(D) instead of / sqrt(d_k)
+        return attention(q, k, v, mask)
+
     def self_attention(h, raw):
         attn = layer.self_attn
         q = split(attn.w_q(h), n_heads)  # [B, h, 1, d_k]
         source = raw if pre_ln_keys == "raw" else h
         k_new, v_new = split(attn.w_k(source), n_heads), split(attn.w_v(source), n_heads)
         old_k, old_v = cache.get("k"), cache.get("v")
-        if old_k is None:
+        if old_k is None:  # the first step: the new position is the only one
             old_k, old_v = k_new[:, :, :0], v_new[:, :, :0]  # no earlier position: [B, h, 0, d_k]
-        k, v = torch.cat([old_k, k_new], dim=2), torch.cat([old_v, v_new], dim=2)  # [B, h, t, d_k]
+            k, v = k_new, v_new
+        else:
+            k, v = torch.cat([old_k, k_new], dim=cat_dim), torch.cat([old_v, v_new], dim=cat_dim)
         if append:
-            cache["k"], cache["v"] = k, v
+            cache["k"], cache["v"] = k, v  # [B, h, t, d_k]
         else:
             k, v = k_new, v_new
         if attend == "old":
             k, v = old_k, old_v
+        elif attend == "new":  # the cache is kept up to date, but the attention does not read it
+            k, v = k_new, v_new
         mask = None
         if first_key_only:
             mask = torch.zeros(1, k.size(2), dtype=torch.bool, device=k.device)
             mask[0, 0] = True  # the first row of causal_mask(t): only the first key
-        return attn.w_o(merge(attention(q, k, v, mask)))
+        return attn.w_o(merge(attend_to(q, k, v, mask)))
 
     def cross_attention(h):
         attn = layer.cross_attn
@@ -97,7 +114,7 @@ def _step_variant(
         k, v, mask = k_mem, v_mem, src_mask if pass_src_mask else None
         if cross_from == "x":  # the target position's own key and value (no source mask fits them)
             k, v, mask = split(attn.w_k(h), n_heads), split(attn.w_v(h), n_heads), None
-        return attn.w_o(merge(attention(q, k, v, mask)))
+        return attn.w_o(merge(attend_to(q, k, v, mask)))
 
     if norm_first is None:  # LayerNorm on the sub-layer's output, then the residual
         x = x + layer.norm1(self_attention(x, x))
@@ -184,7 +201,14 @@ def _steps(exercise_fn, case: _Case, learner: bool):
             out, cache = exercise_fn(*inputs.values())
         else:
             with core.unchanged(STEP, x=inputs["x"], src_mask=case.src_mask), torch.no_grad():
-                result = core.call(STEP, exercise_fn, *inputs.values())
+                try:
+                    result = core.call(STEP, exercise_fn, *inputs.values())
+                except core.CheckFailure as failure:
+                    if t > 0 and _size_error(failure.__cause__):
+                        raise core.CheckFailure(
+                            _crash_with_cache(t + 1, failure.__cause__)
+                        ) from failure.__cause__
+                    raise
             if not (isinstance(result, tuple | list) and len(result) == 2):
                 raise core.CheckFailure(
                     f"{STEP}: expected a pair (out, cache), out [B, 1, D] and the updated cache dict, got "
@@ -204,15 +228,56 @@ def _steps(exercise_fn, case: _Case, learner: bool):
     return torch.cat(outputs, dim=1), caches
 
 
-def _mistake_states(case: _Case) -> list[tuple[core.Mistake, object]]:
+def _size_error(error: BaseException | None) -> bool:
+    """A RuntimeError about sizes or shapes (not a stub's NotImplementedError, a RuntimeError too)."""
+    words = ("size", "shape", "dimension")
+    return (
+        isinstance(error, RuntimeError)
+        and not isinstance(error, NotImplementedError)
+        and any(word in str(error).lower() for word in words)
+    )
+
+
+def _crash_with_cache(t: int, error: BaseException) -> str:
+    """The message for a size error at step t >= 2, the first steps whose cache is not empty."""
+    mistake = core.named(STEP_MISTAKES, "cache concatenated along the wrong axis")
+    return (
+        f"{STEP}: step t = {t} raised {type(error).__name__}: {error}. Step 1, with an empty cache, ran, "
+        f"so the cached keys and values and the new ones do not fit together: {mistake.name}. {mistake.hint}"
+    )
+
+
+def _cache_lengths(caches: list[dict]) -> tuple:
+    """How many positions cache['k'] holds after each step (None where it holds no tensor)."""
+    return tuple(c["k"].size(2) if isinstance(c.get("k"), torch.Tensor) else None for c in caches)
+
+
+def _mistake_states(case: _Case) -> list[tuple[core.Mistake, object, tuple]]:
+    """Each mistake with its stacked states [B, T, D] (or its error) and its cache lengths."""
     found = []
     with torch.no_grad():
         for mistake in STEP_MISTAKES:
             try:
-                found.append((mistake, _steps(mistake.compute, case, learner=False)[0]))
+                states, caches = _steps(mistake.compute, case, learner=False)
+                found.append((mistake, states, _cache_lengths(caches)))
             except Exception as error:  # noqa: BLE001 - a mistake that crashes here matches no output
-                found.append((mistake, error))
+                found.append((mistake, error, ()))
     return found
+
+
+def _matching_step_mistake(states: torch.Tensor, caches: list[dict], case: _Case) -> core.Mistake | None:
+    """The known mistake whose states match the learner's; where several do (a cache never stored,
+    a cache stored but not read), the one whose cache grows as the learner's does."""
+    candidates = [
+        (mistake, lengths)
+        for mistake, outcome, lengths in _mistake_states(case)
+        if isinstance(outcome, torch.Tensor) and core.same(states, outcome)
+    ]
+    mine = _cache_lengths(caches)
+    for mistake, lengths in candidates:
+        if lengths == mine:
+            return mistake
+    return candidates[0][0] if candidates else None
 
 
 def compare_steps(fn, case: _Case) -> None:
@@ -225,8 +290,10 @@ def compare_steps(fn, case: _Case) -> None:
         "right at T = 0 but wrong from T = 1 on points at how the cache is stored and used."
     )
     if not core.same(states, case.states):  # the known mistakes are computed only when needed
-        wrong = _mistake_states(case)
-        core.expect_close(STEP, "the stacked output of steps 1..T", states, case.states, STATES, wrong, where)
+        mistake = _matching_step_mistake(states, caches, case)
+        if mistake is not None:
+            raise core.CheckFailure(mistake.message(STEP))
+        core.expect_close(STEP, "the stacked output of steps 1..T", states, case.states, STATES, (), where)
     batch, n_heads, _, d_k = case.keys.shape
     for t, cache in enumerate(caches, start=1):
         for name, full in (("k", case.keys), ("v", case.values)):
@@ -294,6 +361,7 @@ def _cached_variant(
     end_symbol=None,
     *,
     position="step",
+    embed="scaled",
     final_norm=True,
     memory_proj="cross",
     memory_layer="own",
@@ -303,31 +371,56 @@ def _cached_variant(
     early_stop="all",
     append_last=True,
     use_end=True,
+    work="cached",
 ):
-    """cached_greedy_decode with one thing done wrong, as a learner might write it."""
+    """cached_greedy_decode with one thing done wrong, as a learner might write it. The ``work``
+    mistakes give the right tokens with more work than a cache needs: lesson 09's full decoding
+    (``"full"``), the source encoded again at every step (``"encode"``), each layer's memory keys and
+    values projected again at every step (``"memory"``), or the whole prefix run through
+    decoder_layer_step again at every step, with fresh caches (``"prefix"``)."""
+    if work == "full":
+        return greedy.step_by_step(model, src, src_mask, max_len, start_symbol, end_symbol)
     if not use_end:
         end_symbol = None
     memory, ys, finished = greedy.begin(model, src, src_mask, start_symbol)
     layers = list(model.decoder.layers)
-    memory_kv = []
-    for layer in layers:
-        source = layers[0] if memory_layer == "first" else layer
-        attn = source.self_attn if memory_proj == "self" else source.cross_attn
-        n_heads = layer.self_attn.n_heads
-        memory_kv.append((split(attn.w_k(memory), n_heads), split(attn.w_v(memory), n_heads)))
+
+    def memory_keys_values():
+        pairs = []
+        for layer in layers:
+            source = layers[0] if memory_layer == "first" else layer
+            attn = source.self_attn if memory_proj == "self" else source.cross_attn
+            n_heads = layer.self_attn.n_heads
+            pairs.append((split(attn.w_k(memory), n_heads), split(attn.w_v(memory), n_heads)))
+        return pairs
+
+    memory_kv = memory_keys_values()
     per_layer = [{} for _ in layers]
     shared: dict = {}
     pe = model.positional.pe
+
+    def embedded(tokens, row):  # [B, 1] -> [B, 1, D]
+        table = model.tgt_embed.lut if embed == "lut" else model.tgt_embed  # lut: without sqrt(D)
+        return table(tokens) + pe[row]
+
     for t in range(max_len - 1 + steps_extra):
+        if work == "encode":
+            memory = model.encode(src, src_mask)
+        if work in ("encode", "memory"):
+            memory_kv = memory_keys_values()
         row = {"step": t, "zero": 0, "next": t + 1}[position]
-        x = model.tgt_embed(ys[:, -1:]) + pe[row]  # [B, 1, D]
-        if caches == "fresh":
+        if caches == "fresh" or work == "prefix":
             per_layer = [{} for _ in layers]
-        for index, layer in enumerate(layers):
-            if caches == "shared":
-                x, shared = reference_step(layer, x, memory_kv[index], src_mask, shared)
-            else:
-                x, per_layer[index] = reference_step(layer, x, memory_kv[index], src_mask, per_layer[index])
+        fed = range(t + 1) if work == "prefix" else [t]  # the positions run through the layers
+        for p in fed:
+            x = embedded(ys[:, p : p + 1], row if p == t else p)
+            for index, layer in enumerate(layers):
+                if caches == "shared":
+                    x, shared = reference_step(layer, x, memory_kv[index], src_mask, shared)
+                else:
+                    x, per_layer[index] = reference_step(
+                        layer, x, memory_kv[index], src_mask, per_layer[index]
+                    )
         x = x[:, -1]
         log_probs = model.generator(model.decoder.norm(x) if final_norm else x)
         next_token = log_probs.argmax(dim=-1)
@@ -382,12 +475,136 @@ def recording(module: nn.Module) -> Iterator[list[torch.Tensor]]:
         handle.remove()
 
 
+@dataclass
+class Work:
+    """What one decoding called on the model's parts, counted by forward hooks in the grader's
+    process (where the model lives, under the judge too). A part computed from its weights with
+    F.linear escapes the count, so every rule reads "at most": an honest fused projection passes."""
+
+    encoder: int = 0  # calls of model.encoder
+    full_layers: int = 0  # calls of a decoder layer's forward: a pass over the whole prefix
+    memory: list[int] = field(default_factory=list)  # per layer: the most calls of cross_attn.w_k or w_v
+    queries: list[list[int]] = field(default_factory=list)  # per layer: positions of each self_attn.w_q call
+
+
+@contextlib.contextmanager
+def counting(model: nn.Module) -> Iterator[Work]:
+    """The work done on ``model`` inside the block: its encoder, its decoder layers' forwards, each
+    layer's memory projections (cross_attn.w_k and w_v on more than one position) and queries."""
+    work = Work()
+    layers = list(model.decoder.layers)
+    projections = [[0, 0] for _ in layers]
+    work.queries = [[] for _ in layers]
+    handles = []
+
+    def hook(module: nn.Module, count) -> None:
+        handles.append(
+            module.register_forward_hook(lambda _m, inputs, _out: count(inputs[0] if inputs else None))
+        )
+
+    def add(attribute: str):
+        def count(_x) -> None:
+            setattr(work, attribute, getattr(work, attribute) + 1)
+
+        return count
+
+    def memory(index: int, which: int):
+        def count(x: torch.Tensor) -> None:
+            if isinstance(x, torch.Tensor) and x.dim() >= 2 and x.size(-2) > 1:  # memory [B, S, D]
+                projections[index][which] += 1
+
+        return count
+
+    hook(model.encoder, add("encoder"))
+    for index, layer in enumerate(layers):
+        hook(layer, add("full_layers"))
+        hook(layer.cross_attn.w_k, memory(index, 0))
+        hook(layer.cross_attn.w_v, memory(index, 1))
+        hook(
+            layer.self_attn.w_q,
+            lambda x, index=index: work.queries[index].append(
+                x.size(-2) if isinstance(x, torch.Tensor) and x.dim() >= 2 else 1
+            ),
+        )
+    try:
+        yield work
+    finally:
+        for handle in handles:
+            handle.remove()
+        work.memory = [max(pair) for pair in projections]
+
+
+def _expect_incremental(work: Work, steps: int) -> None:
+    """The learner's tokens and log-probabilities are right; fail, naming the mistake, when they
+    were computed with more work than a cache needs: the encoder once, each layer's memory keys and
+    values once, one new position per step through each layer, never a layer's full forward."""
+
+    def fail(name: str, seen: str) -> None:
+        mistake = core.named(CACHED_MISTAKES, name)
+        raise core.CheckFailure(
+            f"{CACHED}: the tokens and log-probabilities are right, but not computed with the cache "
+            f"({seen} for {steps} steps): {mistake.name}. {mistake.hint}"
+        )
+
+    if work.full_layers:
+        fail("decoder run over the whole prefix", f"a decoder layer's forward ran {work.full_layers} times")
+    if work.encoder > 1:
+        fail("source encoded at every step", f"model.encoder ran {work.encoder} times")
+    if work.memory and max(work.memory) > 1:
+        fail(
+            "memory keys and values projected at every step",
+            f"a layer's cross_attn.w_k or w_v ran on the memory {max(work.memory)} times",
+        )
+    for calls in work.queries:
+        if len(calls) > steps or any(positions > 1 for positions in calls):
+            fail(
+                "whole prefix recomputed at every step",
+                f"a layer's self_attn.w_q ran {len(calls)} times on {sum(calls)} positions in all",
+            )
+
+
+def _step_called_by(fn):
+    """The decoder_layer_step the learner's cached_greedy_decode calls: the global of that name its
+    code refers to. None where that cannot be read: under the judge ``fn`` stands for code in the
+    learner's kernel (the notebook's own run of the same cell reads it there)."""
+    if not isinstance(fn, types.FunctionType):
+        return None
+    try:
+        step = inspect.getclosurevars(inspect.unwrap(fn)).globals.get(STEP)
+    except (TypeError, ValueError):  # no plain function under the decorators: nothing to read
+        return None
+    return step if callable(step) else None
+
+
+def _fault_in_step(fn, model) -> None:
+    """Fail, saying so, when the decoder_layer_step that ``fn`` calls fails its own check on a layer
+    like the model's (Post-LN or Pre-LN): the fault is there, not in cached_greedy_decode."""
+    step = _step_called_by(fn)
+    if step is None:
+        return
+    norm_first = bool(getattr(model.decoder.layers[0], "norm_first", False))
+    case = step_case(seed=51 if norm_first else 41, norm_first=norm_first, batch=3, t_tgt=5, t_src=6)
+    try:
+        compare_steps(step, case)
+    except core.CheckFailure as failure:
+        raise core.CheckFailure(
+            f"{CACHED}: the decoding is wrong, and the decoder_layer_step it calls fails its own check, "
+            f"so the fault is there: {failure} Once decoder_layer_step passes its checks above, run this "
+            "check again."
+        ) from None
+
+
 def run_cached(fn, model, src, src_mask, max_len, start_symbol, end_symbol=None):
-    """The learner's tokens, and the generator's outputs during the call."""
+    """The learner's tokens, the generator's outputs during the call, and the work it did."""
     inputs = {"model": model, "src": src, "src_mask": src_mask, "max_len": max_len}
-    with recording(model.generator) as calls:
-        out = core.output(CACHED, fn, inputs | {"start_symbol": start_symbol, "end_symbol": end_symbol})
-    return out, calls
+    with recording(model.generator) as calls, counting(model) as work:
+        try:
+            out = core.output(CACHED, fn, inputs | {"start_symbol": start_symbol, "end_symbol": end_symbol})
+        except core.CheckFailure as failure:
+            if failure.__cause__ is not None and not isinstance(failure.__cause__, NotImplementedError):
+                _fault_in_step(fn, model)  # a crash in decoder_layer_step is named there
+            raise
+    return out, calls, work
 
 
 def _first_difference(out, expected) -> str:
@@ -439,7 +656,7 @@ def compare_cached(fn, model, src, src_mask, max_len, start_symbol, end_symbol=N
     greedy.step_by_step), then, where the learner's code called model.generator on all rows once
     per step, its log-probabilities against full recomputation's; a known mistake is named by both."""
     args = (model, src, src_mask, max_len, start_symbol, end_symbol)
-    out, calls = run_cached(fn, *args)
+    out, calls, work = run_cached(fn, *args)
     if expected is None:
         expected = greedy.step_by_step(*args)
     mine = _stacked(calls, src.size(0))
@@ -447,7 +664,9 @@ def compare_cached(fn, model, src, src_mask, max_len, start_symbol, end_symbol=N
         out.dtype == torch.long and out.shape == expected.shape and torch.equal(out, expected.to(out.device))
     )
     if right_tokens and _same_log_probs(mine, full_log_probs(model, src, src_mask, out)):
+        _expect_incremental(work, out.size(1) - 1)
         return
+    _fault_in_step(fn, model)
     runs = _mistake_runs(args)
     if end_symbol is not None:  # the mistakes about end_symbol first: the others show without it
         runs = sorted(runs, key=lambda run: run[0].name not in END_MISTAKES)
@@ -486,7 +705,7 @@ def compare_cached(fn, model, src, src_mask, max_len, start_symbol, end_symbol=N
 def check_cached_shapes(fn) -> None:
     """Long[B, max_len] without end_symbol, on the source's device, starting with start_symbol."""
     model, src, src_mask = cached_case(VISIBLE_SEED)
-    out, _ = run_cached(fn, model, src, src_mask, CACHED_MAX_LEN, START)
+    out, _, _ = run_cached(fn, model, src, src_mask, CACHED_MAX_LEN, START)
     greedy.expect_max_len_tokens(CACHED, CACHED_MISTAKES, out, (CACHED_B, CACHED_MAX_LEN), src.device)
 
 
@@ -511,12 +730,35 @@ def check_cached_end_symbol(fn) -> None:
     )
 
 
-def finish_steps(tokens: torch.Tensor, end_symbol: int) -> list[int]:
-    """The step at which each row of tokens [B, L] first produced end_symbol (L if never)."""
-    steps = []
-    for row in tokens.tolist():
-        steps.append(row.index(end_symbol, 1) if end_symbol in row[1:] else len(row))
-    return steps
+# ---------------------------------------------------------------------------------------
+# Memory as a count: the largest tensor an operation creates
+# ---------------------------------------------------------------------------------------
+
+
+class _Largest(TorchDispatchMode):
+    """Sees every tensor operation run inside it (in this process) and keeps the shape of the
+    largest new tensor one of them returns; views (a slice, a transpose, an expand) own no memory
+    of their own and are left out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shape: tuple[int, ...] = ()
+        self.numel = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for tensor in tree_leaves(out):
+            if isinstance(tensor, torch.Tensor) and not tensor._is_view() and tensor.numel() > self.numel:
+                self.shape, self.numel = tuple(tensor.shape), tensor.numel()
+        return out
+
+
+def largest_tensor(fn, *args, **kwargs) -> tuple[int, ...]:
+    """The shape of the largest tensor that ``fn(*args, **kwargs)`` creates: a count, the same on
+    every machine, and a lower bound of its peak memory (which it dominates for attention)."""
+    with torch.no_grad(), _Largest() as seen:
+        fn(*args, **kwargs)
+    return seen.shape
 
 
 CATALOGUE = {STEP: STEP_MISTAKES, CACHED: CACHED_MISTAKES}

@@ -194,10 +194,27 @@ class _AsBuilt:
         return getattr(self._layer, name)
 
 
+# what it likely means when a target-length axis meets a source-length one in a decoder's shape error
+TARGET_MEETS_SOURCE = (
+    "a tensor of the target's length met one of the source's. The masked self-attention "
+    "takes tgt_mask [B, 1, T_tgt, T_tgt] and the cross-attention src_mask [B, 1, 1, T_src], in the "
+    "order forward(x, memory, src_mask, tgt_mask); the cross-attention's queries come from x and its "
+    "keys and values from memory"
+)
+
+
 def _output(exercise: str, module: nn.Module, *args: torch.Tensor | None) -> torch.Tensor:
-    """Call the learner's module, check that it left its inputs alone and returned a tensor."""
-    names = ("x", "src_mask") if exercise.startswith("Encoder") else ("x", "memory", "src_mask", "tgt_mask")
-    return core.output(exercise, module, dict(zip(names, args, strict=True)))
+    """Call the learner's module, check that it left its inputs alone and returned a tensor; a
+    shape error names its sizes by the lesson's letters."""
+    x = args[0]
+    if exercise.startswith("Encoder"):
+        names: tuple[str, ...] = ("x", "src_mask")
+        letters = {"B": x.size(0), "T": x.size(1), "D": x.size(2)}
+    else:
+        names = ("x", "memory", "src_mask", "tgt_mask")
+        letters = {"B": x.size(0), "T_tgt": x.size(1), "T_src": args[1].size(1), "D": x.size(2)}
+    with core.sizes(letters, {("T_tgt", "T_src"): TARGET_MEETS_SOURCE}):
+        return core.output(exercise, module, dict(zip(names, args, strict=True)))
 
 
 def _run_decoder(exercise, module, target, mistakes, x, memory, src_mask=None, tgt_mask=None):

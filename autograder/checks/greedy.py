@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from autograder.checks import core, oracles
-from autograder.checks.device import DEVICE, DTYPE
+from autograder.checks.device import DEVICE, DTYPE, exact_matmul
 
 GREEDY = "greedy_decode"
 GREEDY_B, GREEDY_T_SRC, GREEDY_SRC_VOCAB, GREEDY_VOCAB, GREEDY_D = 3, 6, 8, 10, 6
@@ -179,10 +179,25 @@ def end_step(ys, next_token, finished, end_symbol, pad_finished=True, early_stop
     return torch.cat([ys, next_token[:, None].to(ys.dtype)], dim=1), finished, stop
 
 
+def _batch_of_one(model, src, src_mask, max_len, start_symbol, end_symbol=None):
+    """Greedy decoding written for a single sentence, as tutorials often show it: ys starts as
+    [1, 1] and the next token is read with .item(). Right for B = 1; a batch makes it crash."""
+    memory = model.encode(src, src_mask)
+    ys = torch.full((1, 1), start_symbol, dtype=torch.long, device=src.device)
+    for _ in range(max_len - 1):
+        out = model.decode(memory, src_mask, ys, oracles.causal(ys.size(1), src.device))
+        next_word = model.generator(out[:, -1]).argmax(dim=-1).item()
+        ys = torch.cat([ys, torch.full((1, 1), next_word, dtype=torch.long, device=src.device)], dim=1)
+        if next_word == end_symbol:
+            break
+    return ys
+
+
 GREEDY_MISTAKES = core.catalogue(
     GREEDY,
     {
         "float tokens": lambda *a, **k: _greedy_variant(*a, **k, dtype=DTYPE),
+        "written for a batch of one": _batch_of_one,
     },
     variant=_greedy_variant,
 )
@@ -200,8 +215,44 @@ def greedy_case(seed: int, batch=GREEDY_B, t_src=GREEDY_T_SRC, src_vocab=GREEDY_
 
 
 def run_greedy(fn, model, src, src_mask, max_len, start_symbol, end_symbol=None) -> torch.Tensor:
+    """The learner's tokens. When they crash, or come back as one row, for a batch of B > 1
+    sources, and the first source alone gives the right row, the loop was written for a batch of one."""
     inputs = {"model": model, "src": src, "src_mask": src_mask, "max_len": max_len}
-    return core.output(GREEDY, fn, inputs | {"start_symbol": start_symbol, "end_symbol": end_symbol})
+    inputs |= {"start_symbol": start_symbol, "end_symbol": end_symbol}
+    try:
+        out = core.output(GREEDY, fn, inputs)
+    except core.CheckFailure as failure:
+        crash = core.crash_of(failure)
+        if crash is None or src.size(0) == 1:
+            raise
+        if _right_for_one(fn, model, src, src_mask, max_len, start_symbol, end_symbol):
+            raise core.CheckFailure(
+                _batch_of_one_message(src.size(0), f"raised {type(crash).__name__}")
+            ) from crash
+        raise
+    if out.dim() == 2 and out.size(0) == 1 < src.size(0):
+        if _right_for_one(fn, model, src, src_mask, max_len, start_symbol, end_symbol):
+            raise core.CheckFailure(_batch_of_one_message(src.size(0), "returned one row"))
+    return out
+
+
+def _right_for_one(fn, model, src, src_mask, max_len, start_symbol, end_symbol) -> bool:
+    """Whether ``fn`` decodes the first source alone (B = 1) as the step-by-step oracle does."""
+    one = (model, src[:1], src_mask[:1], max_len, start_symbol, end_symbol)
+    try:
+        with torch.no_grad(), exact_matmul():
+            out = fn(*one)
+    except Exception:  # noqa: BLE001 - it fails for one source too: nothing to name
+        return False
+    return isinstance(out, torch.Tensor) and _same_tokens(out, step_by_step(*one))
+
+
+def _batch_of_one_message(batch: int, what: str) -> str:
+    mistake = core.named(GREEDY_MISTAKES, "written for a batch of one")
+    return (
+        f"{GREEDY} {what} for a batch of B = {batch} sources, and decodes the first one right when it "
+        f"is alone: {mistake.name}. {mistake.hint}"
+    )
 
 
 def _greedy_message(mistakes, actual):

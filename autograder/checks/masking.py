@@ -183,8 +183,18 @@ def compare_causal(fn, size: int, expected: torch.Tensor | None = None) -> torch
     return actual
 
 
+# what it likely means when the batch size meets the length in a shape error
+BATCH_MEETS_LENGTH = (
+    "tokens is [B, T], so the length is tokens.size(1) (tokens.size(0) is the batch): the causal "
+    "part is causal_mask(T) [T, T], and it meets the padding part [B, 1, 1, T] on its last two axes"
+)
+
+
 def _run_tokens(exercise: str, fn, tokens: torch.Tensor, pad_id: int):
-    return core.output(exercise, fn, {"tokens": tokens, "pad_id": pad_id}, "the mask")
+    """The learner's mask; a shape error names B and T."""
+    letters = {"B": tokens.size(0), "T": tokens.size(1)}
+    with core.sizes(letters, {("B", "T"): BATCH_MEETS_LENGTH}):
+        return core.output(exercise, fn, {"tokens": tokens, "pad_id": pad_id}, "the mask")
 
 
 def compare_padding(fn, tokens: torch.Tensor, pad_id: int, expected: torch.Tensor | None = None) -> None:

@@ -215,6 +215,16 @@ def _merge_without_transpose(x):
     return x.reshape(x.size(0), x.size(2), x.size(1) * x.size(3))
 
 
+def _view_only(x, n_heads):
+    """[B, T, D] -> [B, T, h, d_k], left there: attention then runs over the heads at each position."""
+    return x.reshape(x.size(0), x.size(1), n_heads, x.size(2) // n_heads)
+
+
+def _flatten_heads(x):
+    """[B, T, h, d_k] -> [B, T, D], the merge that goes with ``_view_only``."""
+    return x.reshape(x.size(0), x.size(1), x.size(2) * x.size(3))
+
+
 MHA_MISTAKES = core.catalogue(
     MHA,
     {
@@ -235,6 +245,9 @@ MHA_MISTAKES = core.catalogue(
         ),
         "heads merged without transpose": lambda m, query, key, value, mask=None: _mha(
             m, query, key, value, mask, merge=_merge_without_transpose
+        ),
+        "q, k and v left as [B, T, h, d_k] (no transpose)": lambda m, query, key, value, mask=None: _mha(
+            m, query, key, value, mask, split=_view_only, merge=_flatten_heads
         ),
         "scaled by sqrt(D) instead of sqrt(d_k)": lambda m, query, key, value, mask=None: _mha(
             m, query, key, value, mask, scale=math.sqrt(query.size(-1))
@@ -270,14 +283,52 @@ def _stand_in(module, n_heads: int):
     return SimpleNamespace(n_heads=n_heads, **{name: getattr(module, name) for name in LINEARS})
 
 
-def _forward(module, query, key, value, mask=None):
-    return core.output(MHA, module, {"query": query, "key": key, "value": value, "mask": mask})
+# what it likely means when two of these sizes meet in a shape error inside MultiHeadAttention
+HEADS_FIRST = (
+    "attention works on [B, h, T, d_k] tensors: split q, k and v with view(B, T, h, d_k) and then "
+    "transpose(1, 2), so that the scores q kᵀ are [B, h, T_q, T_k] and the mask [B, 1, T_q, T_k] fits them"
+)
+MHA_CAUSES = {("T_q", "T_k"): HEADS_FIRST, ("h", "T_k"): HEADS_FIRST, ("h", "T_q"): HEADS_FIRST}
+
+
+def _forward(module, query, key, value, mask=None, n_heads=H):
+    """The learner's output; a shape error names its sizes by the lesson's letters."""
+    letters = {"B": query.size(0), "h": n_heads, "T_q": query.size(1), "T_k": key.size(1), "D": query.size(2)}
+    with core.sizes(letters | {"d_k": query.size(2) // n_heads}, MHA_CAUSES):
+        return core.output(MHA, module, {"query": query, "key": key, "value": value, "mask": mask})
+
+
+def _forward_named(module, n_heads, query, key, value, mask):
+    """``_forward``; when it crashes, the learner's module runs again on inputs where the known
+    mistakes that crash here do not (T_k = T_q, no mask), and a mistake that its output matches
+    there is named."""
+    try:
+        return _forward(module, query, key, value, mask, n_heads)
+    except core.CheckFailure as failure:
+        crash = core.crash_of(failure)
+        if crash is None:
+            raise
+        length = min(query.size(1), key.size(1))
+        square = (query[:, :length], key[:, :length], value[:, :length])
+        try:
+            with torch.no_grad(), exact_matmul():
+                out = module(*square, None)
+        except Exception:
+            raise failure from crash
+        for mistake, wrong in core.mistake_outputs(MHA_MISTAKES, _stand_in(module, n_heads), *square, None):
+            if isinstance(wrong, torch.Tensor) and isinstance(out, torch.Tensor) and core.same(out, wrong):
+                raise core.CheckFailure(
+                    f"{MHA} raised {type(crash).__name__} for T_q = {query.size(1)}, T_k = {key.size(1)}"
+                    f"{' and a mask' if mask is not None else ''}; with T_q == T_k = {length} and no mask "
+                    f"it runs, and its output matches a known mistake, {mistake.name}. {mistake.hint}"
+                ) from crash
+        raise
 
 
 def compare_mha(module, n_heads, query, key, value, mask, expected_out, expected_attn, keeps_attn=False):
     """The learner's output against ``expected_out`` (naming a known mistake), and, with
     ``keeps_attn``, the weights it keeps in ``self.attn`` against ``expected_attn``."""
-    out = _forward(module, query, key, value, mask)
+    out = _forward_named(module, n_heads, query, key, value, mask)
     wrong = core.mistake_outputs(MHA_MISTAKES, _stand_in(module, n_heads), query, key, value, mask)
     attn = getattr(module, "attn", None)
     where = (

@@ -18,6 +18,8 @@ Transformer(src_vocab, tgt_vocab, d_model, n_heads, d_ff, n_layers, dropout, max
 greedy_decode's checks are in autograder/checks/greedy.py; the lesson's test cells call them here.
 """
 
+import contextlib
+import functools
 import math
 
 import torch
@@ -161,6 +163,7 @@ def _transformer_states(
     cross_mask=True,
     self_mask=True,
     zero_memory=False,
+    swap_masks=False,
 ):
     """The model's forward, built from its own parts (the lesson's names), with one thing switched off."""
     x = self.src_embed(src)
@@ -168,12 +171,8 @@ def _transformer_states(
     if zero_memory:
         memory = torch.zeros_like(memory)
     y = self.tgt_embed(tgt)
-    return self.decoder(
-        self.positional(y) if tgt_pe else y,
-        memory,
-        src_mask if cross_mask else None,
-        tgt_mask if self_mask else None,
-    )
+    masks = (src_mask if cross_mask else None, tgt_mask if self_mask else None)
+    return self.decoder(self.positional(y) if tgt_pe else y, memory, *(masks[::-1] if swap_masks else masks))
 
 
 TRANSFORMER_MISTAKES = core.catalogue(
@@ -223,14 +222,39 @@ def transformer_inputs(batch, t_src, t_tgt, src_vocab, tgt_vocab, generator: tor
     return src, tgt, src_mask, tgt_mask
 
 
+# what it likely means when a source-length axis meets a target-length one in a shape error
+SOURCE_MEETS_TARGET = (
+    "a tensor of the source's length met one of the target's. encode takes src_mask, and "
+    "the decoder takes (y, memory, src_mask, tgt_mask) in that order: the masked self-attention gets "
+    "tgt_mask [B, 1, T_tgt, T_tgt], the cross-attention src_mask [B, 1, 1, T_src]"
+)
+
+
+def _letters(batch: int, t_src: int, t_tgt: int | None = None):
+    """Shape errors inside the model name these sizes by the lesson's letters."""
+    letters = {"B": batch, "T_src": t_src} | ({} if t_tgt is None else {"T_tgt": t_tgt})
+    return core.sizes(letters, {("T_src", "T_tgt"): SOURCE_MEETS_TARGET})
+
+
 def call_model(what: str, fn, *args) -> torch.Tensor:
-    out = core.call(TRANSFORMER, fn, *args)
+    """encode(src, src_mask), decode(memory, src_mask, tgt, tgt_mask) or generator(states)."""
+    if len(args) == 4:  # decode: memory [B, T_src, D], tgt [B, T_tgt]
+        context = _letters(args[0].size(0), args[0].size(1), args[2].size(1))
+    elif len(args) == 2:  # encode: src [B, T_src]
+        context = _letters(args[0].size(0), args[0].size(1))
+    else:
+        context = contextlib.nullcontext()
+    with context:
+        out = core.call(TRANSFORMER, fn, *args)
     return core.expect_tensor(TRANSFORMER, what, out).detach()
 
 
 def transformer_forward(module, src, tgt, src_mask, tgt_mask) -> torch.Tensor:
+    """forward's output; a crash that a known mistake makes too is named after it."""
     inputs = {"src": src, "tgt": tgt, "src_mask": src_mask, "tgt_mask": tgt_mask}
-    return core.output(TRANSFORMER, module, inputs, "forward's output")
+    outcomes = functools.partial(core.mistake_outputs, TRANSFORMER_MISTAKES, module, *inputs.values())
+    with core.crashes_named(TRANSFORMER, outcomes), _letters(src.size(0), src.size(1), tgt.size(1)):
+        return core.output(TRANSFORMER, module, inputs, "forward's output")
 
 
 def compare_transformer(module, src, tgt, src_mask, tgt_mask, expected, what="forward's output") -> None:

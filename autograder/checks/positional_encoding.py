@@ -10,7 +10,6 @@ compared with float32 tolerances.
 """
 
 import math
-import re
 
 import torch
 
@@ -60,11 +59,16 @@ def _variant(
         )
         pe[:, 0::2], pe[:, 1::2] = torch.sin(angle[:, 0::2]), torch.cos(angle[:, 1::2])
         return pe
+    denominator = d_model
     if exponent == "2i":
         numerator = torch.arange(0, d_model, 2, dtype=torch.float32)  # 2i
-    else:  # "i": the pair index without the 2
+    elif exponent == "4i":  # the 2 counted twice: 2 * (0, 2, 4, ...)
+        numerator = 2 * torch.arange(0, d_model, 2, dtype=torch.float32)
+    else:  # "i" or "i/(D/2-1)": the pair index without the 2, over D or over D/2 - 1
         numerator = torch.arange(d_model // 2, dtype=torch.float32)
-    angle = position * torch.exp(numerator * (sign * log(base) / d_model))  # [max_len, D/2]
+        if exponent == "i/(D/2-1)":  # tensor2tensor's and fairseq's timescales
+            denominator = max(d_model // 2 - 1, 1)
+    angle = position * torch.exp(numerator * (sign * log(base) / denominator))  # [max_len, D/2]
     first, second = torch.sin(angle), torch.cos(angle)
     if cos_first:
         first, second = second, first
@@ -212,15 +216,6 @@ DROPOUT_MISTAKES = core.catalogue(
 )
 MODULE_MISTAKES = FORWARD_MISTAKES + LENGTH_MISTAKES + DROPOUT_MISTAKES
 
-_BROADCAST = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
-
-
-def _error_key(error: BaseException) -> tuple[str, str]:
-    """An error's type and message, with the operands of a broadcast error in a fixed order
-    (x + pe and pe + x fail with the same sizes, named the other way round)."""
-    text = _BROADCAST.sub(lambda m: f"sizes {sorted((int(m[1]), int(m[2])))}", str(error))
-    return type(error).__name__, text
-
 
 def _outcomes(module, x, mistakes) -> list[tuple[core.Mistake, object]]:
     """Each mistake with its output on its own copy of x (one of them changes x in place), or
@@ -242,13 +237,13 @@ def _forward(module, x: torch.Tensor, mistakes=FORWARD_MISTAKES) -> torch.Tensor
             # only a failed broadcast is specific enough to name a mistake by its error
             if (
                 isinstance(outcome, RuntimeError)
-                and _BROADCAST.search(str(outcome))
-                and (_error_key(outcome) == _error_key(error))
+                and core.mismatched_sizes(outcome)
+                and (core.error_key(outcome) == core.error_key(error))
             ):
                 raise core.CheckFailure(
                     f"{MODULE}: your code fails like a known mistake, {mistake.name}. {mistake.hint}"
                 ) from error
-        if _BROADCAST.search(str(error)):
+        if core.mismatched_sizes(error):
             raise core.CheckFailure(
                 f"{failure} Adding the table did not broadcast: x is {X_LETTERS} = {list(x.shape)} and "
                 f"pe is {PE_LETTERS} = {list(module.pe.shape)}; add its first T rows, self.pe[:T]."

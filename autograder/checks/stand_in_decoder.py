@@ -125,6 +125,22 @@ class _Stack(nn.Module):
         self.norm = _LayerNorm(d_model)
 
 
+class _EncoderStack(_Stack):
+    """One Post-LN self-attention block and the final norm: x [B, S, D] -> memory [B, S, D]."""
+
+    def forward(self, x, src_mask=None):
+        return self.norm(x + self.layers[0](x, x, x, src_mask))
+
+
+class _DecoderStack(_Stack):
+    """lesson 08's Decoder: every layer, then the final norm; x [B, T, D] -> [B, T, D]."""
+
+    def forward(self, x, memory, src_mask=None, tgt_mask=None):
+        for layer in self.layers:
+            x = layer(x, memory, src_mask, tgt_mask)
+        return self.norm(x)
+
+
 class _Generator(nn.Module):
     def __init__(self, d_model: int, vocab_size: int):
         super().__init__()
@@ -139,7 +155,9 @@ class StandInTransformer(nn.Module):
 
     Its encoder is one Post-LN self-attention block without a feed-forward network (any fixed
     function of the source that respects its padding would do); its decoder is ``n_layers``
-    StandInDecoderLayers and a final norm, as in lesson 08.
+    StandInDecoderLayers and a final norm, as in lesson 08. Both stacks have a forward, so
+    ``model.encoder(x, src_mask)`` and ``model.decoder(x, memory, src_mask, tgt_mask)`` work as
+    lesson 08's do; the checks count these calls (autograder/checks/efficiency.py).
     """
 
     def __init__(self, src_vocab, tgt_vocab, d_model, n_heads, d_ff, n_layers, norm_first=False,
@@ -148,20 +166,16 @@ class StandInTransformer(nn.Module):
         self.src_embed = _Embedding(src_vocab, d_model)
         self.tgt_embed = _Embedding(tgt_vocab, d_model)
         self.positional = _Positional(d_model, max_len)
-        self.encoder = _Stack([_MultiHeadAttention(d_model, n_heads)], d_model)
+        self.encoder = _EncoderStack([_MultiHeadAttention(d_model, n_heads)], d_model)
         layers = [StandInDecoderLayer(d_model, n_heads, d_ff, norm_first) for _ in range(n_layers)]
-        self.decoder = _Stack(layers, d_model)
+        self.decoder = _DecoderStack(layers, d_model)
         self.generator = _Generator(d_model, tgt_vocab)
 
     def encode(self, src, src_mask):
-        x = self.positional(self.src_embed(src))  # [B, S, D]
-        return self.encoder.norm(x + self.encoder.layers[0](x, x, x, src_mask))
+        return self.encoder(self.positional(self.src_embed(src)), src_mask)  # [B, S, D]
 
     def decode(self, memory, src_mask, tgt, tgt_mask):
-        x = self.positional(self.tgt_embed(tgt))  # [B, T, D]
-        for layer in self.decoder.layers:
-            x = layer(x, memory, src_mask, tgt_mask)
-        return self.decoder.norm(x)
+        return self.decoder(self.positional(self.tgt_embed(tgt)), memory, src_mask, tgt_mask)  # [B, T, D]
 
     def forward(self, src, tgt, src_mask, tgt_mask):
         return self.decode(self.encode(src, src_mask), src_mask, tgt, tgt_mask)

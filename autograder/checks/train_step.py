@@ -157,7 +157,7 @@ def _variant(
     model, batch, optimizer, pad_id, smoothing=0.0, scheduler=None, *,
     train=True, decoder_input="tgt_in", masks=True, generator=True, target="tgt_out",
     use_smoothing=True, ignore_padding=True, zero_grad="before_backward", step=True,
-    scheduler_first=False, use_scheduler=True, item=True,
+    scheduler_first=False, use_scheduler=True, item=True, clip=None,
 ):  # fmt: skip
     """train_step with one thing done wrong, as a learner might write it."""
     if train:
@@ -171,6 +171,8 @@ def _variant(
     loss.backward()
     if zero_grad == "after_backward":
         optimizer.zero_grad()
+    if clip is not None:  # the loop's option, written into the one plain step
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
     if scheduler is not None and use_scheduler and scheduler_first:
         scheduler.step()
     if step:
@@ -359,6 +361,16 @@ def _matching(case: Case, stage, actual) -> list[core.Mistake]:
     return found
 
 
+def _scaled_update(case: Case, actual: dict, expected: dict) -> bool:
+    """Whether the learner's first update is the oracle's times one factor below 1, the same for
+    every parameter: the gradients were scaled down together, as clipping their norm does."""
+    start = case.stand_in.course_state()
+    moved = torch.cat([(actual[n].double().cpu() - start[n].double().cpu()).flatten() for n in expected])
+    wanted = torch.cat([(expected[n].double().cpu() - start[n].double().cpu()).flatten() for n in expected])
+    factor = float(moved @ wanted / (wanted @ wanted))
+    return 0.0 < factor < 1.0 - 1e-6 and torch.allclose(moved, factor * wanted, rtol=1e-5, atol=1e-9)
+
+
 def _named(mistakes: list[core.Mistake]) -> str:
     if len(mistakes) == 1:
         return mistakes[0].message(TRAIN_STEP)
@@ -425,6 +437,8 @@ def compare_train_step(fn, model_class, optim, case: Case) -> Outcome:
         if equal(actual, wanted):
             continue
         mistakes = _matching(case, stage, actual)
+        if not mistakes and what == "weights_1" and _scaled_update(case, actual, wanted):
+            mistakes = [core.named(MISTAKES, "gradients clipped in train_step")]
         if mistakes:
             raise core.CheckFailure(_named(mistakes))
         raise core.CheckFailure(_fallback(case, what, actual, wanted))

@@ -202,13 +202,17 @@ def _loss_variant(
     nll, uniform = -picked, -log_probs.mean(dim=-1)
     if smooth == "others":
         uniform = -(log_probs.sum(dim=-1) - picked) / (log_probs.size(-1) - 1)
+    elif smooth == "sum":  # the V tokens' -log p summed, without its 1/V
+        uniform = -log_probs.sum(dim=-1)
     weights = {"all": (1 - smoothing, smoothing), "others": (1 - smoothing, smoothing), "none": (1.0, 0.0),
-               "swapped": (smoothing, 1 - smoothing)}[smooth]  # fmt: skip
+               "swapped": (smoothing, 1 - smoothing), "sum": (1 - smoothing, smoothing)}[smooth]  # fmt: skip
     loss = (weights[0] * nll + weights[1] * uniform) * keep
     if reduce == "sum":
         total = loss.sum()
     elif reduce == "rows":
         total = (loss.sum(dim=1) / keep.sum(dim=1)).mean()
+    elif reduce == "all positions":  # the padding left out of the sum, but counted in the denominator
+        total = loss.sum() / target.numel()
     else:
         total = loss.sum() / keep.sum()
     return sign * total
@@ -405,7 +409,10 @@ def _exact_variant(predicted, target, start_id, end_id, *, drop_start=True, rule
     right = []
     for row, answer in zip(predicted.tolist(), target.tolist(), strict=True):
         answer, output = _up_to_end(answer, end_id), _up_to_end(row[1:] if drop_start else row, end_id)
-        if rule == "no end":  # both without their end_id
+        if rule == "index":  # list.index without asking first whether the row has an end_id
+            output = row[1:] if drop_start else row
+            right.append(output[: output.index(end_id) + 1] == answer)
+        elif rule == "no end":  # both without their end_id
             right.append(output[: len(output) - (end_id in output)] == answer[:-1])
         elif rule == "prefix":  # zip stops at the shorter list
             right.append(all(a == b for a, b in zip(row[1:], answer, strict=False)))
@@ -438,7 +445,14 @@ def compare_exact_match(fn, predicted, target, start_id: int, end_id: int, expec
     """The learner's Bool[B] against ``expected`` (default: the oracle); a known mistake is named,
     a wrong row is shown."""
     inputs = {"predicted": predicted, "target": target, "start_id": start_id, "end_id": end_id}
-    out = core.output(EXACT, fn, inputs)
+    try:
+        out = core.output(EXACT, fn, inputs)
+    except core.CheckFailure as failure:
+        cause = failure.__cause__  # list.index's own words: "2 is not in list"
+        if isinstance(cause, ValueError) and "is not in list" in str(cause):
+            mistake = core.named(EXACT_MISTAKES, "end token looked up with list.index")
+            raise core.CheckFailure(mistake.message(EXACT)) from cause
+        raise
     expected = expected_exact_match(*inputs.values()) if expected is None else expected
     if _same_tensor(out, expected):
         return

@@ -102,8 +102,33 @@ class MultiHeadAttentionFused(nn.Module):
         return self.w_o(merge_heads_reshape(out))
 
 
+class MultiHeadAttentionHeadsLast(nn.Module):
+    """Heads viewed to [B, T, h, d_k] and never transposed: einsum names the axes, so attention
+    still runs over the positions of each head (right, though it looks like the named mistake)."""
+
+    def __init__(self, d_model, n_heads, dropout=0.0):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError("d_model % n_heads != 0")
+        self.n_heads = n_heads
+        self.w_q, self.w_k, self.w_v, self.w_o = (nn.Linear(d_model, d_model) for _ in range(4))
+
+    def forward(self, query, key, value, mask=None):
+        b, t_q, d = query.shape
+        q, k, v = (
+            w(x).view(b, x.size(1), self.n_heads, d // self.n_heads)
+            for w, x in ((self.w_q, query), (self.w_k, key), (self.w_v, value))
+        )
+        scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(d // self.n_heads)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, -math.inf)
+        weights = torch.softmax(scores, dim=-1)
+        self.attn = weights if mask is None else weights.masked_fill(~mask, 0.0)
+        return self.w_o(torch.einsum("bhqk,bkhd->bqhd", self.attn, v).reshape(b, t_q, d))
+
+
 ALTERNATIVES = {
     "split_heads": [split_heads_chunk, split_heads_permute, split_heads_unflatten],
     "merge_heads": [merge_heads_cat, merge_heads_reshape, merge_heads_flatten],
-    "MultiHeadAttention": [MultiHeadAttentionEinsum, MultiHeadAttentionFused],
+    "MultiHeadAttention": [MultiHeadAttentionEinsum, MultiHeadAttentionFused, MultiHeadAttentionHeadsLast],
 }

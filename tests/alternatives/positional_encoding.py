@@ -41,6 +41,19 @@ def sinusoidal_where(max_len, d_model):
     return torch.where(even, torch.sin(angle), torch.cos(angle))
 
 
+def sinusoidal_halves_interleaved(max_len, d_model):
+    """Sines and cosines built in two halves, as tensor2tensor does, with the paper's frequencies
+    2i/D (the 2 written out beside the pair index), then interleaved by a view and a transpose."""
+    if d_model % 2:
+        raise ValueError("d_model must be even")
+    pair = torch.arange(d_model // 2, dtype=torch.float32)
+    angle = torch.arange(max_len, dtype=torch.float32)[:, None] * torch.exp(
+        2 * pair * (-math.log(10000.0) / d_model)
+    )
+    halves = torch.cat([torch.sin(angle), torch.cos(angle)], dim=1)  # [max_len, D]: sines, then cosines
+    return halves.view(max_len, 2, d_model // 2).transpose(1, 2).reshape(max_len, d_model)
+
+
 class PositionalEncodingFunctional(nn.Module):
     """Its own table; F.dropout with the training flag; narrow() for the first T rows; IndexError
     turned into ValueError."""
@@ -77,6 +90,11 @@ class PositionalEncodingTorchAdd(nn.Module):
 
 
 ALTERNATIVES = {
-    "sinusoidal_encoding": [sinusoidal_pow_stack, sinusoidal_python_loops, sinusoidal_where],
+    "sinusoidal_encoding": [
+        sinusoidal_pow_stack,
+        sinusoidal_python_loops,
+        sinusoidal_where,
+        sinusoidal_halves_interleaved,
+    ],
     "PositionalEncoding": [PositionalEncodingFunctional, PositionalEncodingTorchAdd],
 }
