@@ -870,15 +870,17 @@ def run_blockwise(fn, q, k, v, mask=None, block_size=64) -> torch.Tensor:
         return core.output(BLOCKWISE, fn, inputs)
 
 
-def compare_blockwise(fn, q, k, v, mask=None, block_size=64, expected=None, where="") -> None:
+def compare_blockwise(fn, q, k, v, mask=None, block_size=64, expected=None, where="", advice="") -> None:
     """The learner's output against ``expected`` (default: ``blockwise_expected``), a known mistake
-    named by its output on the same inputs."""
+    named by its output on the same inputs; ``where`` adds to what the inputs were, ``advice`` ends
+    a message that names no mistake."""
     out = run_blockwise(fn, q, k, v, mask, block_size)
     expected = blockwise_expected(q, k, v, mask) if expected is None else expected
     mistakes = core.mistake_outputs(BLOCKWISE_MISTAKES, q, k, v, mask, block_size)
     blocks = -(-k.size(-2) // block_size)
-    said = f" (block_size = {block_size}: {blocks} block{'s' if blocks > 1 else ''} of keys){where}"
-    core.expect_close(BLOCKWISE, "the output", out, expected, OUT, mistakes, said)
+    plural = "s" if blocks > 1 else ""
+    said = f" That was with block_size = {block_size} ({blocks} block{plural} of keys){where}."
+    core.expect_close(BLOCKWISE, "the output", out, expected, OUT, mistakes, said + advice)
 
 
 def check_blockwise_shapes(fn) -> None:
@@ -897,8 +899,15 @@ def check_blockwise_shapes(fn) -> None:
 def check_blockwise_values(fn) -> None:
     """Without a mask, block sizes 8, 5, 1 and 64 over T_k = 23 keys: equal to PyTorch's attention."""
     q, k, v = _blockwise_inputs(seed=110)
+    advice = ""
+    if core.same(run_blockwise(fn, q, k, v, None, T_K), blockwise_expected(q, k, v)):
+        advice = (
+            f" With one block of all T_k = {T_K} keys your output is right, so look at how blocks are "
+            "combined: the old running sum and output multiplied by exp(m_old - m_new) when a block raises "
+            "the maximum, and acc divided by the running sum once, after the last block."
+        )
     for block_size in BLOCK_SIZES:
-        compare_blockwise(fn, q, k, v, None, block_size)
+        compare_blockwise(fn, q, k, v, None, block_size, advice=advice)
     core.passed(
         f"{BLOCKWISE} equals torch's F.scaled_dot_product_attention for block_size = "
         f"{', '.join(map(str, BLOCK_SIZES))} over T_k = {T_K} keys (a last block shorter than the others)"
