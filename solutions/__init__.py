@@ -11,7 +11,7 @@ heads, ``d_k = D // h``. Boolean masks, True means "may attend".
 """
 
 from solutions.attention import scaled_dot_product_attention
-from solutions.efficiency import cached_greedy_decode, decoder_layer_step
+from solutions.efficiency import blockwise_attention, cached_greedy_decode, decoder_layer_step
 from solutions.embedding import Embedding
 from solutions.encoder_decoder import Decoder, DecoderLayer, Encoder, EncoderLayer
 from solutions.feed_forward import PositionwiseFeedForward
@@ -34,6 +34,7 @@ __all__ = [
     "PositionalEncoding",
     "PositionwiseFeedForward",
     "Transformer",
+    "blockwise_attention",
     "cached_greedy_decode",
     "causal_mask",
     "decoder_layer_step",

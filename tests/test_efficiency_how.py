@@ -84,7 +84,7 @@ def test_counting_sees_one_position_per_step_for_the_reference():
 
 
 # ---------------------------------------------------------------------------------------
-# blockwise_attention's reference (the exercise's wiring waits for autograder/lessons.py)
+# blockwise_attention: the reference, and its memory, which an experiment cell measures
 # ---------------------------------------------------------------------------------------
 
 
@@ -139,3 +139,34 @@ def test_blockwise_attention_memory_grows_linearly_and_the_full_matrix_quadratic
         whole.append(math.prod(checks.largest_tensor(full, q, q, q)))
     assert whole == [2 * n * n for n in sizes]  # the weights [B, h, T, T]
     assert blockwise == [2 * n * 32 for n in sizes]  # one block of scores [B, h, T, block_size]
+
+
+def _full_scores(q, k, v, mask=None, block_size=64):
+    """The right values through lesson 03's attention: the whole score matrix at once."""
+    from solutions.attention import scaled_dot_product_attention
+
+    return scaled_dot_product_attention(q, k, v, mask)[0]
+
+
+def test_the_memory_check_names_the_full_score_matrix_and_passes_the_honest_ones(capsys):
+    from tests.alternatives import ALTERNATIVES
+
+    with pytest.raises(core.CheckFailure) as failure:
+        checks.check_blockwise_memory(_full_scores)
+    assert checks.FULL_SCORES in str(failure.value) and checks.FULL_SCORES_HINT in str(failure.value)
+    assert "131,072 numbers" in str(failure.value)  # [1, 2, 256, 256]
+    for honest in (reference.blockwise_attention, *ALTERNATIVES["blockwise_attention"]):
+        assert checks.check_blockwise_memory(honest) < 256 * 256  # fewer numbers than one head's scores
+    assert capsys.readouterr().out.count("✓") == 3
+
+
+def test_the_blockwise_variant_without_a_switch_is_the_reference():
+    q, k, v = _qkv(5, scale=3.0)
+    mask = torch.rand(2, 1, 37, 50, generator=torch.Generator().manual_seed(6)) > 0.4
+    mask[1, 0, 3] = False
+    for block_size in (1, 7, 64):
+        for m in (None, mask):
+            assert torch.equal(
+                checks._blockwise_variant(q, k, v, m, block_size),
+                reference.blockwise_attention(q, k, v, m, block_size),
+            )

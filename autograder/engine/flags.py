@@ -45,6 +45,7 @@ OFF_LIMITS: dict[str, tuple[str, ...]] = {
     "exact_match": (),
     "decoder_layer_step": (),
     "cached_greedy_decode": (),
+    "blockwise_attention": ("scaled_dot_product_attention",),
 }
 
 COURSE_PACKAGES = ("solutions", "autograder")

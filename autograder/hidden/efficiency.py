@@ -7,6 +7,7 @@ from autograder.checks import greedy
 from autograder.checks.device import DEVICE, DTYPE
 from autograder.checks.oracles import randomize_
 from autograder.hidden.core import Fresh, replayable
+from solutions.efficiency import blockwise_attention as reference_blockwise
 from solutions.encoder_decoder import DecoderLayer as ReferenceDecoderLayer
 from solutions.masking import causal_mask
 from solutions.output_layer import Transformer as ReferenceTransformer
@@ -65,3 +66,28 @@ def hidden_cached_greedy_decode(fresh: Fresh, fn, with_end: bool) -> None:
     for model, src, src_mask, max_len, end in cases:
         expected = reference_greedy_decode(model, src, src_mask, max_len, greedy.START, end)
         checks.compare_cached(fn, model, src, src_mask, max_len, greedy.START, end, expected=expected)
+
+
+@replayable
+def hidden_blockwise_attention(fresh: Fresh, fn, masked: bool, trials: int = 3) -> None:
+    """Fresh sizes (T_q != T_k, d_k != d_v) and a fresh block size, with T_k two to five full blocks
+    and a shorter last one; the last trial's scores overflow exp. With ``masked``, masks of three
+    broadcast shapes, one with a query that may attend to no key. Against the reference."""
+    for trial in range(trials):
+        block_size = fresh.size(2, 6)
+        t_k = block_size * fresh.size(2, 5) + fresh.size(1, block_size - 1)
+        b, h, t_q = fresh.size(2, 3), fresh.size(2, 4), fresh.size(3, 11)
+        d_k = fresh.size(2, 8)
+        d_v = d_k + fresh.size(1, 3)
+        scale = checks.OVERFLOW_SCALE if trial == trials - 1 and not masked else 1.0
+        q = fresh.tensor(b, h, t_q, d_k) * scale
+        k, v = fresh.tensor(b, h, t_k, d_k), fresh.tensor(b, h, t_k, d_v)
+        masks = [None]
+        if masked:
+            masks = [fresh.bools(*shape) for shape in ((b, 1, t_q, t_k), (b, 1, 1, t_k), (t_q, t_k))]
+            for mask in masks:
+                mask[..., 0] = True  # every query sees its first key ...
+            masks[0][..., -1, :] = False  # ... but one query sees none
+        for mask in masks:
+            expected = reference_blockwise(q, k, v, mask, block_size)
+            checks.compare_blockwise(fn, q, k, v, mask, block_size, expected=expected)

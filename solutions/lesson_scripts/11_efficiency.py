@@ -12,16 +12,22 @@
 #    lesson 09's `greedy_decode`;
 # 3. **measurements**: decoding time against the output length with and without the cache,
 #    and the time and memory of attention against the sequence length, beside PyTorch's
-#    fused `F.scaled_dot_product_attention`.
+#    fused `F.scaled_dot_product_attention`;
+# 4. **attention without the score matrix**: the *online softmax*, the idea inside fused
+#    kernels, which walks the keys in blocks and never holds more than one block of scores;
+#    and two ways to make the cache itself smaller.
 #
-# **You will write:** `decoder_layer_step(layer, x, memory_kv, src_mask, cache)` and
-# `cached_greedy_decode(model, src, src_mask, max_len, start_symbol, end_symbol=None)`.
+# **You will write:** `decoder_layer_step(layer, x, memory_kv, src_mask, cache)`,
+# `cached_greedy_decode(model, src, src_mask, max_len, start_symbol, end_symbol=None)` and
+# `blockwise_attention(q, k, v, mask=None, block_size=64)`.
 #
 # Letters, as in every lesson: $B$ batch, $T$ target length ($t$ the current step), $S$
 # source length, $D = d_\text{model}$, $h$ heads, $d_k = D / h$, $N$ layers, $L$ the
 # output length, $V$ the vocabulary.
 
 # %%
+import math
+
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
@@ -309,7 +315,7 @@ ax.legend();
 # the time**: every step of either decoder launches dozens of small operations whose cost
 # (Python, dispatch, allocation) does not depend on $L$, and the uncached decoder's
 # growing matrices are still small. Nor has the arithmetic reached its $L^3$ regime: the
-# $	frac{2}{3} L^3 D$ term overtakes $7 L^2 D^2$ only at $L = 10.5\,D$, 672 tokens here
+# $\tfrac{2}{3} L^3 D$ term overtakes $7 L^2 D^2$ only at $L = 10.5\,D$, 672 tokens here
 # (the last line). The gap still widens with every token;
 # `tests/benchmarks/bench_kv_cache.py` measures the ratio at $L = 512$ directly.
 #
@@ -427,7 +433,196 @@ print(
 # To make attention itself cheaper than $O(n^2)$ one has to change the model (local or
 # sparse attention, linear attention), and then the results change too; the cache and the
 # fused kernels change only the cost, never a single output token.
+
+# %% [markdown]
+# ## Attention without the score matrix: the online softmax
 #
+# How can a kernel avoid storing the scores, when the softmax of a row divides by the sum
+# over *all* of that row's scores? Take one query row, with scores
+# $s_j = q \cdot k_j / \sqrt{d_k}$ for the keys $j = 1, \dots, T_k$. For **any** number $m$,
+#
+# $$\text{out} = \frac{\sum_j e^{s_j}\, v_j}{\sum_j e^{s_j}}
+# = \frac{\sum_j e^{s_j - m}\, v_j}{\sum_j e^{s_j - m}},$$
+#
+# because the factor $e^{-m}$ cancels. The output is a ratio of two sums, and a sum can be
+# built one piece at a time. So walk the keys in blocks and keep three running quantities
+# per query row: the largest score seen so far, $m$; the running sum
+# $\ell = \sum_{\text{seen}} e^{s_j - m}$; and the running output
+# $a = \sum_{\text{seen}} e^{s_j - m}\, v_j$. A new block $J$ of keys updates them to
+#
+# $$m' = \max\!\big(m, \max_{j \in J} s_j\big), \qquad
+# \ell' = e^{m - m'}\, \ell + \sum_{j \in J} e^{s_j - m'}, \qquad
+# a' = e^{m - m'}\, a + \sum_{j \in J} e^{s_j - m'}\, v_j ,$$
+#
+# starting from $m = -\infty$, $\ell = 0$, $a = 0$; after the last block,
+# $\text{out} = a / \ell$. The factor $e^{m - m'}$ turns each old term $e^{s_j - m}$ into
+# $e^{s_j - m'}$, so that old and new terms share one reference point: it is 1 when the
+# block left the maximum where it was, and smaller than 1 when the block raised it.
+#
+# Why keep $m$ at all, if any $m$ gives the same ratio? Because $e^{s}$ overflows, and
+# then the ratio is $\infty / \infty$, NaN. The next cell shows where. With $m$ the running
+# maximum, every exponent $s_j - m'$ is at most 0, so no term is larger than 1.
+#
+# A mask needs nothing new: a masked key gets the score $-\infty$, and $e^{-\infty} = 0$.
+# One row needs care. While a row has seen no allowed key, its maximum is still $-\infty$,
+# and $e^{-\infty - (-\infty)}$ is NaN: subtract 0 there instead. A row that may attend to
+# no key at all ends with $\ell = 0$ and $a = 0$: divide by 1 there, and its output is
+# zeros, as lesson 03 asks.
+#
+# | tensor | shape |
+# |---|---|
+# | `q` | `[..., T_q, d_k]` |
+# | `k`, `v` | `[..., T_k, d_k]`, `[..., T_k, d_v]` |
+# | one block of keys, of values | `[..., b, d_k]`, `[..., b, d_v]`, $b \le$ `block_size` (the last block may be shorter) |
+# | the block's scores, and their weights $e^{s_j - m'}$ | `[..., T_q, b]` |
+# | the block's slice of the mask | `mask[..., start:end]`, broadcasting against `[..., T_q, b]` |
+# | running maximum $m$, running sum $\ell$ | `[..., T_q, 1]` each |
+# | running output $a$ | `[..., T_q, d_v]` |
+#
+# The largest of these is one block of scores: $T_q \cdot b$ numbers per head instead of
+# $T_q \cdot T_k$, memory that grows linearly with the length. The arithmetic is what it
+# was, $2 T_q T_k d_k$ multiply-adds when $d_v = d_k$, plus the rescaling.
+
+# %% experiment
+for dtype in (torch.float32, torch.float64):
+    edge = math.log(torch.finfo(dtype).max)  # the largest s with a finite e^s
+    small, large = (torch.tensor(s, dtype=dtype).exp().item() for s in (89.0, 710.0))
+    print(f"{dtype}: e^s overflows past s = {edge:.2f}; e^89 = {small:.3g}, e^710 = {large:.3g}")
+row = torch.tensor([3.0, 800.0, 805.0], dtype=torch.float64)  # one query's scores
+print("softmax from raw exponentials:", (row.exp() / row.exp().sum()).tolist())
+shifted = (row - row.max()).exp()
+print("with the maximum subtracted:  ", [round(w, 4) for w in (shifted / shifted.sum()).tolist()])
+
+# %% [markdown]
+# ## Exercise: `blockwise_attention`
+#
+# Write `blockwise_attention(q, k, v, mask=None, block_size=64)`, which returns the same
+# `out [..., T_q, d_v]` as lesson 03's `scaled_dot_product_attention` (and no weights:
+# never building them is the point):
+#
+# - walk the keys with `start` in `range(0, T_k, block_size)`; a block ends at
+#   `min(start + block_size, T_k)`, so the last one may be shorter;
+# - keep $m$, $\ell$ and $a$ for every query row (the table above), and update them with
+#   the three formulas; `torch.maximum`, `scores.amax(dim=-1, keepdim=True)`,
+#   `masked_fill` and `torch.exp` are all you need;
+# - a mask means what it meant in lesson 03 (True: may attend) and broadcasts against the
+#   scores; cut each block's part out of its last axis with `mask[..., start:end]`;
+# - a row that may attend to no key gets zeros, never NaN.
+#
+# Do not call `F.scaled_dot_product_attention` or lesson 03's attention, and never compute
+# `q` against all the keys at once: an experiment after the checks measures the largest
+# tensor your function creates.
+
+# %% exercise solutions.efficiency.blockwise_attention
+
+# %% test test_blockwise_attention_shapes points=1
+checks.check_blockwise_shapes(blockwise_attention)
+
+# %% test test_blockwise_attention_values points=2
+checks.check_blockwise_values(blockwise_attention)
+### BEGIN HIDDEN TESTS
+from autograder.hidden.efficiency import hidden_blockwise_attention
+
+hidden_blockwise_attention(blockwise_attention, masked=False)
+### END HIDDEN TESTS
+
+# %% test test_blockwise_attention_large_scores points=1
+checks.check_blockwise_large_scores(blockwise_attention)
+
+# %% test test_blockwise_attention_mask points=2
+checks.check_blockwise_mask(blockwise_attention)
+### BEGIN HIDDEN TESTS
+from autograder.hidden.efficiency import hidden_blockwise_attention
+
+hidden_blockwise_attention(blockwise_attention, masked=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Memory against the length
+#
+# The checks above judge your values. Memory is measured here, in your own notebook:
+# `checks.largest_tensor(fn, *args)` watches every operation PyTorch runs during the call
+# and returns the shape of the largest tensor one of them creates (a slice, a transpose or
+# an `expand` is a view of another tensor's memory and does not count). That is a count
+# of numbers, the same on every machine. The cell measures your `blockwise_attention`
+# (`block_size = 64`) and lesson 03's attention for $T_q = T_k = n$, $B = 1$, $h = 4$,
+# $d_k = 32$, fits $\text{count} \approx c\, n^p$ to each, and ends with a check that names
+# the mistake if your function builds the whole score matrix. This cell gives no points:
+# the grader's judge reaches your function only through its inputs and outputs, so it
+# could not see the tensors inside.
+
+
+# %% experiment
+def largest_count(attention_fn, *args):
+    """How many numbers the largest tensor created by attention_fn(*args) holds."""
+    return math.prod(checks.largest_tensor(attention_fn, *args))
+
+
+memory_sizes, blockwise_counts, full_counts = [256, 512, 1024, 2048], [], []
+for n in memory_sizes:
+    x = torch.randn(1, 4, n, 32)  # q, k and v: [B, h, n, d_k]
+    blockwise_counts.append(largest_count(blockwise_attention, x, x, x, None, 64))
+    full_counts.append(largest_count(course_attention, x, x, x))
+    print(f"n={n:5d}: blockwise {blockwise_counts[-1]:>9,} numbers, lesson 03 {full_counts[-1]:>10,} numbers")
+print(
+    f"fitted exponents: blockwise n^{fitted_exponent(memory_sizes, blockwise_counts):.2f}, "
+    f"lesson 03 n^{fitted_exponent(memory_sizes, full_counts):.2f}"
+)
+checks.check_blockwise_memory(blockwise_attention)
+
+# %% [markdown]
+# The reference's largest tensor is one block of scores, `[B, h, n, 64]`, and lesson 03's
+# is the weights, `[B, h, n, n]`: the fitted exponents above say linear against
+# quadratic. This is the memory half of what a fused kernel changes. The other half, speed,
+# needs the loop to run inside one compiled function, where each block of scores stays in
+# the processor's cache or registers; written in Python, each block costs several separate
+# operations, each of them reading and writing its tensors in memory.
+#
+# ## Two ways to make the cache smaller
+#
+# **A preallocated cache.** `decoder_layer_step` grows its cache with `torch.cat`, which
+# allocates a new tensor at every step and copies all $t$ positions into it: over $L$
+# steps, $1 + 2 + \dots + L = L(L + 1)/2$ positions copied per tensor and layer, traffic
+# that grows like $L^2$ for a cache that grows like $L$. Serving code allocates the cache
+# once, `[B, h, max_len, d_k]`, writes step $t$ into its row in place
+# (`cache_k[:, :, t] = k_new`), and attends over the view `cache_k[:, :, : t + 1]`: one
+# position copied per step. The price is memory for `max_len` positions, reserved from the
+# first step on.
+#
+# **Fewer key and value heads.** The cache holds keys and values for every head:
+# $2 N B t D$ numbers, $D = h\, d_k$. *Multi-query attention* (MQA) keeps $h$ query heads
+# but only one key head and one value head, shared by all of them: $k$ and $v$ are
+# `[B, 1, t, d_k]`, and broadcasting in $q k^\top$ gives every query head the same keys.
+# *Grouped-query attention* (GQA) sits in between: $g$ groups of $h / g$ query heads, each
+# group sharing one key head and one value head, `[B, g, t, d_k]`. The cache shrinks by
+# the factor $h$ (MQA) or $h / g$ (GQA), and so do $W_K$ and $W_V$, from $D \times D$ to
+# $D \times g\, d_k$. Unlike the cache itself, this changes the model: it has to be trained
+# (or converted and fine-tuned) that way. The next cell computes the cache's size for the
+# paper's base model ($N = 6$, $D = 512$, $h = 8$, float32), and runs both with lesson 03's
+# attention, whose `@` broadcasts the shared heads.
+
+# %% experiment
+n_layers_base, d_model_base, n_heads_base, number_bytes = 6, 512, 8, 4
+d_k_base = d_model_base // n_heads_base
+cache_kinds = (("multi-head, 8 key heads", 8), ("grouped-query, g = 2", 2), ("multi-query, 1 key head", 1))
+for name, kv_heads in cache_kinds:
+    per_token = 2 * n_layers_base * kv_heads * d_k_base * number_bytes  # keys and values, every layer
+    print(
+        f"{name:24}: {per_token / 2**10:5.1f} KiB per token and sequence, "
+        f"{per_token * 128 * 512 / 2**20:7.1f} MiB for 128 sequences of 512 tokens"
+    )
+steps = 512
+print(f"torch.cat over {steps} steps copies {steps * (steps + 1) // 2:,} positions per tensor and layer")
+
+q_heads = torch.randn(2, 8, 5, 64)  # [B, h, T, d_k]
+k_one, v_one = torch.randn(2, 1, 5, 64), torch.randn(2, 1, 5, 64)  # MQA: [B, 1, T, d_k]
+out_mqa, _ = scaled_dot_product_attention(q_heads, k_one, v_one)
+k_two, v_two = torch.randn(2, 2, 5, 64), torch.randn(2, 2, 5, 64)  # GQA, g = 2: [B, g, T, d_k]
+grouped = q_heads.view(2, 2, 4, 5, 64)  # [B, g, h / g, T, d_k]: heads 0-3 in group 0, 4-7 in group 1
+out_gqa, _ = scaled_dot_product_attention(grouped, k_two[:, :, None], v_two[:, :, None])
+print("MQA out", tuple(out_mqa.shape), "| GQA out", tuple(out_gqa.view(2, 8, 5, 64).shape))
+
+# %% [markdown]
 # ## Summary
 #
 # - With a causal mask, the states of earlier positions never change, so a decoder only
@@ -445,6 +640,13 @@ print(
 # - Attention's score matrix costs $O(n^2)$ time and, stored, $O(n^2)$ memory:
 #   $4(3nD + n^2 h)$ bytes in float32. Fused kernels such as
 #   `F.scaled_dot_product_attention` keep $O(n)$ memory but do the same $O(n^2 D)$ work.
+# - The **online softmax** computes attention block by block: a running maximum, sum and
+#   output per query row, rescaled by $e^{m - m'}$ when the maximum grows, divided once at
+#   the end. It never holds more than one block of scores, and the maximum keeps every
+#   exponent at most 0, so nothing overflows.
+# - A **preallocated cache** copies one position per step instead of the whole cache;
+#   **multi-query** and **grouped-query attention** share key and value heads, so the cache
+#   holds $h$ or $h / g$ times fewer numbers.
 #
 # ## Glossary
 #
@@ -469,3 +671,11 @@ print(
 # | saved tensors (for backward) | 保存的张量（用于反向传播） |
 # | memory bandwidth | 内存带宽 |
 # | floating-point operations (FLOPs) | 浮点运算次数 |
+# | blockwise attention | 分块注意力 |
+# | running maximum / running sum | 运行最大值 / 运行和 |
+# | rescaling | 重新缩放 |
+# | overflow | 溢出 |
+# | log-sum-exp | 对数求和指数（log-sum-exp） |
+# | preallocated cache | 预分配缓存 |
+# | multi-query attention (MQA) | 多查询注意力 |
+# | grouped-query attention (GQA) | 分组查询注意力 |

@@ -1,4 +1,5 @@
-"""Alternative correct implementations of lesson 11's decoder_layer_step and cached_greedy_decode."""
+"""Alternative correct implementations of lesson 11's decoder_layer_step, cached_greedy_decode and
+blockwise_attention."""
 
 import math
 
@@ -152,7 +153,63 @@ def cached_greedy_token_list(model, src, src_mask, max_len, start_symbol, end_sy
     return torch.tensor(rows, dtype=torch.long, device=src.device)
 
 
+# --- blockwise_attention ---------------------------------------------------------------
+
+
+def blockwise_log_sum_exp(q, k, v, mask=None, block_size=64):
+    """The blocks walked from the last to the first, each normalised on its own (its own softmax and
+    log-sum-exp), merged through the running log-sum-exp with torch.logaddexp, einsum for products."""
+    t_k = k.size(-2)
+    lse = torch.full((*q.shape[:-1], 1), -math.inf, dtype=q.dtype, device=q.device)  # [..., T_q, 1]
+    out = torch.zeros((*q.shape[:-1], v.size(-1)), dtype=q.dtype, device=q.device)
+    for start in reversed(range(0, t_k, block_size)):
+        keys = slice(start, start + block_size)
+        scores = torch.einsum("...qd,...kd->...qk", q, k[..., keys, :]) / math.sqrt(q.size(-1))
+        if mask is not None:
+            scores = torch.where(mask[..., keys] if mask.size(-1) > 1 else mask, scores, -math.inf)
+        block_lse = torch.logsumexp(scores, dim=-1, keepdim=True)  # -inf where the block has no key
+        block_out = torch.einsum(
+            "...qk,...kd->...qd", torch.exp(scores - torch.nan_to_num(block_lse, neginf=0.0)), v[..., keys, :]
+        )
+        new_lse = torch.logaddexp(lse, block_lse)
+        safe = torch.nan_to_num(new_lse, neginf=0.0)
+        out = out * torch.exp(lse - safe) + block_out * torch.exp(block_lse - safe)
+        lse = new_lse
+    return out
+
+
+def blockwise_query_tiles(q, k, v, mask=None, block_size=64):
+    """Tiles of queries as well as keys (FlashAttention's two loops), the mask expanded as a view and
+    sliced per tile, torch.where for the guards, the finished query tiles concatenated."""
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    t_q, t_k = q.size(-2), k.size(-2)
+    if mask is not None:
+        mask = mask.expand(*batch, t_q, t_k)  # a view: no [T_q, T_k] memory of its own
+    tiles = []
+    for q_start in range(0, t_q, block_size):
+        rows = slice(q_start, min(q_start + block_size, t_q))
+        tile = q[..., rows, :] / math.sqrt(q.size(-1))
+        best = torch.full((*batch, tile.size(-2), 1), -math.inf, dtype=q.dtype, device=q.device)
+        total = torch.zeros_like(best)
+        acc = torch.zeros((*batch, tile.size(-2), v.size(-1)), dtype=q.dtype, device=q.device)
+        for k_start in range(0, t_k, block_size):
+            cols = slice(k_start, min(k_start + block_size, t_k))
+            scores = tile @ k[..., cols, :].mT
+            if mask is not None:
+                scores = torch.where(mask[..., rows, cols], scores, -math.inf)
+            new_best = torch.maximum(best, scores.amax(dim=-1, keepdim=True))
+            shift = torch.where(torch.isinf(new_best), torch.zeros_like(new_best), new_best)
+            weights = torch.exp(scores - shift)
+            factor = torch.exp(best - shift)
+            total = factor * total + weights.sum(dim=-1, keepdim=True)
+            acc = factor * acc + weights @ v[..., cols, :]
+            best = new_best
+        tiles.append(torch.where(total > 0, acc / total.clamp_min(torch.finfo(q.dtype).tiny), 0.0))
+    return torch.cat(tiles, dim=-2)
+
+
 ALTERNATIVES = {
     "decoder_layer_step": [step_fused_attention, step_einsum],
     "cached_greedy_decode": [cached_greedy_position_from_length, cached_greedy_token_list],
+    "blockwise_attention": [blockwise_log_sum_exp, blockwise_query_tiles],
 }
