@@ -8,13 +8,13 @@ import math
 import pytest
 import torch
 
-from autograder.checks import core
+from autograder.checks import blockwise, core
 from autograder.checks import efficiency as checks
 from solutions import efficiency as reference
 from solutions.multi_head import split_heads
 
 LEARNER_STEP = """
-from autograder.checks.efficiency import _step_variant
+from autograder.checks.decoder_step import _step_variant
 
 def decoder_layer_step(layer, x, memory_kv, src_mask, cache):
     return _step_variant(layer, x, memory_kv, src_mask, cache, **MISTAKE)
@@ -167,6 +167,6 @@ def test_the_blockwise_variant_without_a_switch_is_the_reference():
     for block_size in (1, 7, 64):
         for m in (None, mask):
             assert torch.equal(
-                checks._blockwise_variant(q, k, v, m, block_size),
+                blockwise._blockwise_variant(q, k, v, m, block_size),
                 reference.blockwise_attention(q, k, v, m, block_size),
             )
