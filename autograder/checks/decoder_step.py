@@ -296,24 +296,30 @@ def check_step_cache(fn) -> None:
     )
 
 
+# what a passing check of each layer order says: Post-LN first, then Pre-LN
+LAYER_ORDER_PASSED = {
+    False: f"{STEP} (Post-LN) equals the full DecoderLayer with a causal mask at every one of T = 5 "
+    "positions (PyTorch's nn.TransformerDecoderLayer, B = 3, a padded source row)",
+    True: f"{STEP} (Pre-LN, norm_first=True) equals the full DecoderLayer with a causal mask at every "
+    "one of T = 5 positions (B = 3, a padded source row)",
+}
+
+
+def _check_layer_order(fn, norm_first: bool) -> None:
+    """B = 3, T = 5, a padded source row: equal to the full layer's forward, position by position."""
+    case = step_case(seed=51 if norm_first else 41, norm_first=norm_first, batch=3, t_tgt=5, t_src=6)
+    compare_steps(fn, case)
+    core.passed(LAYER_ORDER_PASSED[norm_first])
+
+
 def check_step_post_ln(fn) -> None:
     """Post-LN, B = 3, T = 5, a padded source row: equal to the full layer's forward, position by position."""
-    case = step_case(seed=41, norm_first=False, batch=3, t_tgt=5, t_src=6)
-    compare_steps(fn, case)
-    core.passed(
-        f"{STEP} (Post-LN) equals the full DecoderLayer with a causal mask at every one of T = 5 "
-        "positions (PyTorch's nn.TransformerDecoderLayer, B = 3, a padded source row)"
-    )
+    _check_layer_order(fn, norm_first=False)
 
 
 def check_step_pre_ln(fn) -> None:
     """Pre-LN (norm_first=True), B = 3, T = 5, a padded source row."""
-    case = step_case(seed=51, norm_first=True, batch=3, t_tgt=5, t_src=6)
-    compare_steps(fn, case)
-    core.passed(
-        f"{STEP} (Pre-LN, norm_first=True) equals the full DecoderLayer with a causal mask at every "
-        "one of T = 5 positions (B = 3, a padded source row)"
-    )
+    _check_layer_order(fn, norm_first=True)
 
 
 CATALOGUE = {STEP: STEP_MISTAKES}

@@ -197,22 +197,31 @@ def _run_tokens(exercise: str, fn, tokens: torch.Tensor, pad_id: int):
         return core.output(exercise, fn, {"tokens": tokens, "pad_id": pad_id}, "the mask")
 
 
+# exercise -> what its tokens' mask is compared with: PyTorch's mask, the known mistakes, the
+# mask's letters and the rule a wrong entry breaks
+TOKEN_MASKS = {
+    PADDING: (expected_padding, PADDING_MISTAKES, PADDING_LETTERS, PADDING_RULE),
+    DECODER: (expected_decoder, DECODER_MISTAKES, DECODER_LETTERS, DECODER_RULE),
+}
+
+
+def _compare_token_mask(exercise: str, fn, tokens: torch.Tensor, pad_id: int, expected) -> None:
+    """The learner's ``exercise(tokens, pad_id)`` against ``expected`` (default: PyTorch's)."""
+    oracle, mistakes, letters, rule = TOKEN_MASKS[exercise]
+    actual = _run_tokens(exercise, fn, tokens, pad_id)
+    expected = oracle(tokens, pad_id) if expected is None else expected
+    compare_mask(exercise, actual, expected, letters, core.mistake_outputs(mistakes, tokens, pad_id), rule)
+    core.expect_device(exercise, "the mask", actual, tokens.device)
+
+
 def compare_padding(fn, tokens: torch.Tensor, pad_id: int, expected: torch.Tensor | None = None) -> None:
     """The learner's padding_mask(tokens, pad_id) against ``expected`` (default: PyTorch's)."""
-    actual = _run_tokens(PADDING, fn, tokens, pad_id)
-    expected = expected_padding(tokens, pad_id) if expected is None else expected
-    mistakes = core.mistake_outputs(PADDING_MISTAKES, tokens, pad_id)
-    compare_mask(PADDING, actual, expected, PADDING_LETTERS, mistakes, PADDING_RULE)
-    core.expect_device(PADDING, "the mask", actual, tokens.device)
+    _compare_token_mask(PADDING, fn, tokens, pad_id, expected)
 
 
 def compare_decoder(fn, tokens: torch.Tensor, pad_id: int, expected: torch.Tensor | None = None) -> None:
     """The learner's decoder_mask(tokens, pad_id) against ``expected`` (default: PyTorch's)."""
-    actual = _run_tokens(DECODER, fn, tokens, pad_id)
-    expected = expected_decoder(tokens, pad_id) if expected is None else expected
-    mistakes = core.mistake_outputs(DECODER_MISTAKES, tokens, pad_id)
-    compare_mask(DECODER, actual, expected, DECODER_LETTERS, mistakes, DECODER_RULE)
-    core.expect_device(DECODER, "the mask", actual, tokens.device)
+    _compare_token_mask(DECODER, fn, tokens, pad_id, expected)
 
 
 def _check_form(exercise, actual, expected_shape, letters, mistakes, device) -> None:

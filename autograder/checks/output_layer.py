@@ -112,14 +112,21 @@ def check_generator_shapes(cls) -> None:
     )
 
 
-def check_generator_values(cls) -> None:
-    """Equal to F.log_softmax(nn.Linear(x), -1) with the same weights; exp of every row sums to 1."""
-    oracle = _linear_oracle(G_D, G_V, seed=10)
+def _check_generator_against_oracle(cls, seed: int, scale: float = 1.0) -> torch.Tensor:
+    """The learner's Generator against F.log_softmax(nn.Linear(x)) with the same weights (scaled
+    by ``scale``); returns the expected log-probabilities."""
+    oracle = _linear_oracle(G_D, G_V, seed=seed, scale=scale)
     module = _generator_with(cls, oracle)
-    x = random_tensor(G_B, G_T, G_D, seed=11)
+    x = random_tensor(G_B, G_T, G_D, seed=seed + 1)
     with torch.no_grad():
         expected = F.log_softmax(oracle(x), dim=-1)
     compare_generator(module, x, expected)
+    return expected
+
+
+def check_generator_values(cls) -> None:
+    """Equal to F.log_softmax(nn.Linear(x), -1) with the same weights; exp of every row sums to 1."""
+    _check_generator_against_oracle(cls, seed=10)
     core.passed(
         f"{GENERATOR} equals F.log_softmax(nn.Linear(x), dim=-1) (same weights); exp of each row sums to 1"
     )
@@ -127,12 +134,7 @@ def check_generator_values(cls) -> None:
 
 def check_generator_large_logits(cls) -> None:
     """Logits thousands apart: log_softmax stays finite where log(softmax) gives -inf."""
-    oracle = _linear_oracle(G_D, G_V, seed=20, scale=300.0)
-    module = _generator_with(cls, oracle)
-    x = random_tensor(G_B, G_T, G_D, seed=21)
-    with torch.no_grad():
-        expected = F.log_softmax(oracle(x), dim=-1)
-    compare_generator(module, x, expected)
+    expected = _check_generator_against_oracle(cls, seed=20, scale=300.0)
     core.passed(
         f"{GENERATOR} stays finite for logits thousands apart "
         f"(smallest log-probability {float(expected.min()):.0f})"
