@@ -192,7 +192,7 @@ def _run_all(page) -> list[dict]:
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
     try:
         page.wait_for_function(ALL_RUN, timeout=240 * SECONDS, polling=500)
-    except Exception:
+    except Exception:  # noqa: BLE001 - Playwright's timeout or a closed page: say which cells did not run
         unrun = [cell["grade_id"] for cell in page.evaluate(CELLS) if cell["count"] is None]
         raise AssertionError(f"Run All stopped before these cells ran: {unrun}") from None
     return [_shown(cell) for cell in page.evaluate(CELLS)]

@@ -233,7 +233,7 @@ def _run_decoder(exercise, module, target, mistakes, x, memory, src_mask=None, t
         try:
             with exact_matmul():
                 out = module(x2, memory, src_mask, tgt2)
-        except Exception:
+        except Exception:  # noqa: BLE001 - any crash here: the first failure stands
             raise failure from crash
         for mistake, wrong in core.mistake_outputs(mistakes, target, x2, memory, src_mask, tgt2):
             if isinstance(wrong, torch.Tensor) and wrong.shape == out.shape and torch.allclose(out, wrong):

@@ -313,7 +313,7 @@ def _forward_named(module, n_heads, query, key, value, mask):
         try:
             with torch.no_grad(), exact_matmul():
                 out = module(*square, None)
-        except Exception:
+        except Exception:  # noqa: BLE001 - any crash here: the first failure stands
             raise failure from crash
         for mistake, wrong in core.mistake_outputs(MHA_MISTAKES, _stand_in(module, n_heads), *square, None):
             if isinstance(wrong, torch.Tensor) and isinstance(out, torch.Tensor) and core.same(out, wrong):

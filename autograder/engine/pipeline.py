@@ -88,7 +88,7 @@ def _readable(path: Path) -> str | None:
     """None when the file is a valid notebook, else the reason it is not."""
     try:
         nbformat.validate(nbformat.read(path, as_version=4))
-    except Exception as error:  # json, nbformat and encoding errors alike
+    except Exception as error:  # noqa: BLE001 - json, nbformat and encoding errors alike
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         return f"{path.name} is not a valid notebook ({type(error).__name__}: {reason[:160]}); not graded"
     return None
