@@ -13,7 +13,7 @@ import torch
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from solutions.output_layer import greedy_decode
-from solutions.training import exact_match, make_batch, rate, train_step
+from solutions.training import exact_match, make_batch, rate, train_loop
 
 PAD, START, END = 0, 1, 2
 VOCAB = ["<pad>", "<s>", "</s>", *"abcdefghij"]
@@ -78,6 +78,7 @@ class Config:
     factor: float = 2.0
     warm_up: bool = True  # False: no warm-up, the peak rate from step 1 and the same decay after `warmup`
     smoothing: float = 0.0
+    clip: float | None = None  # the largest norm of all the gradients together (None: not clipped)
     average: float = 0.95  # held-out accuracy of an exponential moving average of the weights (0: of them)
     max_steps: int = 1500
     every: int = 25  # evaluate on the held-out set every this many steps
@@ -104,7 +105,8 @@ def evaluate(model, held: dict[str, torch.Tensor]) -> float:
 
 def train(model, config: Config, held: dict[str, torch.Tensor], report=print) -> History:
     """Train ``model`` on fresh batches of ``config.task`` (never a held-out source) with Adam
-    and the paper's schedule; stop at 100% held-out exact match or after ``max_steps``.
+    and the paper's schedule, ``config.every`` steps of ``train_loop`` at a time, evaluating after
+    each; stop at 100% held-out exact match or after ``max_steps``.
 
     With ``config.average`` > 0 the held-out set judges an exponential moving average of the
     weights (each step's weight in it shrinks by the factor ``average`` per step: the last
@@ -123,17 +125,26 @@ def train(model, config: Config, held: dict[str, torch.Tensor], report=print) ->
     averaged = (
         AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(config.average)) if config.average else None
     )
+    if averaged is not None:  # PyTorch calls this after every optimizer.step(), inside train_loop
+        optimizer.register_step_post_hook(lambda *_: averaged.update_parameters(model))
+
+    def batches(count: int):
+        """``count`` fresh batches, each drawn and padded when the loop asks for it."""
+        for _ in range(count):
+            sources, targets = training_pairs(
+                config.task, config.batch_size, config.lengths, generator, excluded
+            )
+            yield {name: t.to(device) for name, t in make_batch(sources, targets, PAD, START, END).items()}
+
     history = History()
-    for step in range(1, config.max_steps + 1):
+    while len(history.losses) < config.max_steps:
         start = time.perf_counter()
-        sources, targets = training_pairs(config.task, config.batch_size, config.lengths, generator, excluded)
-        batch = {name: t.to(device) for name, t in make_batch(sources, targets, PAD, START, END).items()}
-        history.losses.append(train_step(model, batch, optimizer, PAD, config.smoothing, schedule))
-        if averaged is not None:
-            averaged.update_parameters(model)
+        count = min(config.every, config.max_steps - len(history.losses))
+        history.losses += train_loop(
+            model, batches(count), optimizer, PAD, config.smoothing, schedule, config.clip
+        )
         history.train_seconds += time.perf_counter() - start
-        if step % config.every and step != config.max_steps:
-            continue
+        step = len(history.losses)
         history.accuracy[step] = accuracy = evaluate(model if averaged is None else averaged.module, held)
         if report:
             report(f"step {step:5d}: loss {history.losses[-1]:.3f}, held-out exact match {accuracy:6.1%}, "

@@ -1,5 +1,5 @@
 """Lesson 10: batches with masks, the padding-aware loss, the warm-up schedule, one training
-step, and exact-match accuracy.
+step, exact-match accuracy, and the training loop (with optional gradient clipping).
 
 Token conventions of the lesson's toy tasks: ``pad_id`` fills the unused end of a row;
 a target row reads ``<s> y_1 ... y_n </s>``. The decoder reads the target without its last
@@ -7,6 +7,7 @@ token (``tgt_in``) and must predict it without its first (``tgt_out``).
 """
 
 import torch
+from torch import nn
 
 from solutions.masking import decoder_mask, padding_mask
 
@@ -106,4 +107,38 @@ def exact_match(predicted: torch.Tensor, target: torch.Tensor, start_id: int, en
         output = output[: output.index(end_id) + 1] if end_id in output else output
         right.append(row[0] == start_id and output == answer)
     return torch.tensor(right, dtype=torch.bool, device=predicted.device)
+    ### END SOLUTION
+
+
+def train_loop(
+    model,
+    batches,
+    optimizer,
+    pad_id: int,
+    smoothing: float = 0.0,
+    scheduler=None,
+    clip: float | None = None,
+) -> list[float]:
+    """One teacher-forced step per batch of ``batches`` (an iterable of ``make_batch`` dicts), in
+    order; returns the loss of every step as Python floats.
+
+    Each step is ``train_step``'s, with one addition: when ``clip`` is a number, the gradients of
+    all parameters together are scaled down so that their norm is at most ``clip``
+    (``nn.utils.clip_grad_norm_``), after ``loss.backward()`` and before ``optimizer.step()``.
+    """
+    ### BEGIN SOLUTION
+    losses = []
+    for batch in batches:
+        model.train()
+        states = model(batch["src"], batch["tgt_in"], batch["src_mask"], batch["tgt_mask"])  # [B, T, D]
+        loss = sequence_loss(model.generator(states), batch["tgt_out"], pad_id, smoothing)
+        optimizer.zero_grad()
+        loss.backward()
+        if clip is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), clip)
+        optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
+        losses.append(loss.item())
+    return losses
     ### END SOLUTION

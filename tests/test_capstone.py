@@ -58,3 +58,71 @@ def test_grading_never_reads_other_lessons(tmp_path, monkeypatch):
     assert parts.LayerNorm is solutions.LayerNorm
     assert parts.Transformer is solutions.Transformer
     assert set(parts.whose.values()) == {"reference (grading uses the reference parts)"}
+
+
+def _tiny(**changes):
+    from solutions.capstone import Config, held_out_set
+
+    small = {
+        "d_model": 16,
+        "d_ff": 32,
+        "batch_size": 16,
+        "warmup": 5,
+        "max_steps": 6,
+        "every": 4,
+        "average": 0.0,
+    }
+    config = Config(**{**small, **changes})
+    held = solutions.make_batch(*held_out_set("reverse", 20, config.lengths, seed=5), 0, 1, 2)
+    return config, held
+
+
+def _model(config):
+    torch.manual_seed(config.seed)
+    return solutions.Transformer(
+        13, 13, config.d_model, config.n_heads, config.d_ff, config.n_layers, 0.0, 64
+    )
+
+
+def test_the_capstone_trains_with_train_loop_in_calls_of_every_steps():
+    """train calls train_loop with config.every batches at a time: the same steps, on the same batches,
+    as train_step once per batch, evaluated after each call (and after the last, shorter one)."""
+    from solutions.capstone import END, PAD, START, rate, train, training_pairs
+
+    config, held = _tiny()
+    history = train(_model(config), config, held, report=None)
+    assert list(history.accuracy) == [4, 6]
+    model = _model(config)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9, fused=True)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda done: rate(done + 1, config.d_model, config.warmup, config.factor)
+    )
+    generator = torch.Generator().manual_seed(config.seed)
+    excluded = {tuple(row[row != PAD].tolist()) for row in held["src"]}
+    losses = []
+    for _ in range(config.max_steps):
+        pairs = training_pairs(config.task, config.batch_size, config.lengths, generator, excluded)
+        batch = solutions.make_batch(*pairs, PAD, START, END)
+        losses.append(solutions.train_step(model, batch, optimizer, PAD, config.smoothing, schedule))
+    assert history.losses == losses
+
+
+def test_the_capstone_clips_and_averages_through_the_loop():
+    """config.clip reaches train_loop (a tiny clip changes the steps after the first), and the
+    moving average follows every optimizer.step() inside it (the model ends holding the average)."""
+    from solutions.capstone import train
+
+    config, held = _tiny()
+    plain = train(_model(config), config, held, report=None).losses
+    clipped = train(_model(config), _tiny(clip=1e-3)[0], held, report=None).losses
+    assert clipped[0] == plain[0] and clipped[1] != plain[1]
+    averaged = _model(config)
+    train(averaged, _tiny(average=0.5)[0], held, report=None)
+    ema = None
+    for steps in range(1, config.max_steps + 1):  # the weights after each step, run again up to it
+        weights = _model(config)
+        train(weights, _tiny(max_steps=steps)[0], held, report=None)
+        state = weights.state_dict()
+        ema = state if ema is None else {n: 0.5 * ema[n] + 0.5 * state[n] for n in state}
+    for name, value in averaged.state_dict().items():
+        assert torch.allclose(value, ema[name], atol=1e-6), name

@@ -11,14 +11,15 @@
 # position $i$ must find source position $n - 1 - i$ through cross-attention, for lengths
 # $n$ that change from one example to the next, and the decoder must know when to stop.
 #
-# Training needs five small pieces, which you write first:
+# Training needs six small pieces, which you write first:
 #
 # 1. `make_batch`: pad a list of sequences into tensors, shift the target for teacher
 #    forcing, and build the masks of lesson 04;
 # 2. `sequence_loss`: the cross-entropy that ignores padding, with optional label smoothing;
 # 3. `rate`: the paper's learning-rate schedule, warm-up then decay;
 # 4. `train_step`: one step of gradient descent;
-# 5. `exact_match`: which greedy decodings are exactly right.
+# 5. `exact_match`: which greedy decodings are exactly right;
+# 6. `train_loop`: the training loop, one step per batch, with optional gradient clipping.
 #
 # Then you train, watch the loss and the held-out accuracy, look inside the trained model's
 # attention, and run two controlled experiments: post-LN against pre-LN, and sinusoidal
@@ -40,7 +41,7 @@ from torch import nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from autograder.capstone import own_parts
-from autograder.checks import train_step as step_checks
+from autograder.checks import train_step as step_checks  # train_step's and train_loop's checks
 from autograder.checks import training as checks
 from autograder.checks.device import DEVICE
 from autograder.timing import median_seconds
@@ -68,7 +69,7 @@ print("device:", DEVICE.type)
 # There are $\sum_{n=4}^{12} 10^n \approx 1.1 \times 10^{12}$ possible sources. Training
 # draws 128 fresh ones at every step. Seeds 0, 1 and 2 stopped after 400 to 450 steps
 # when they were measured, having seen about 51,000 to 58,000 sources (the run below
-# stopped after 350 when this notebook was built: 44,800, its last line says), and even
+# stopped after 450 when this notebook was built: 57,600, its last line says), and even
 # the cap of 1,500 steps allows only 192,000, a fraction of $1.7 \times 10^{-7}$ of them
 # all (the cell prints these counts). Memorising is not an option.
 
@@ -378,11 +379,62 @@ hidden_exact_match(exact_match)
 # %% [markdown]
 # ## The training loop
 #
+# Training is `train_step` over and over, one batch after another. The loop has one job
+# of its own besides: an option that `train_step` deliberately lacks, **gradient
+# clipping**. When `clip` is a number $c$, the gradients of *all* the parameters, taken
+# together as one long vector $g$, are scaled down whenever their norm exceeds $c$:
+#
+# $$g \leftarrow g \cdot \min\left(1, \frac{c}{\lVert g \rVert}\right), \qquad \lVert g \rVert = \sqrt{\textstyle\sum_{p} \sum_{i} g_{p,i}^2},$$
+#
+# the sum running over every parameter $p$ and every entry $i$ of it. The direction of the
+# step is kept; only its length is bounded. This is `nn.utils.clip_grad_norm_(model.parameters(), c)`
+# (which adds $10^{-6}$ to the norm in the denominator). It must run after `loss.backward()`,
+# which computes $g$, and before `optimizer.step()`, which uses it. Clipping each entry to
+# $[-c, c]$ separately (`clip_grad_value_`) is a different operation: it changes the
+# direction of $g$.
+#
+# | argument | what it is |
+# |---|---|
+# | `batches` | an iterable of `make_batch` dicts, each on the model's device; maybe a generator, with no length |
+# | `optimizer`, `scheduler` | as for `train_step`; `scheduler` may be `None` |
+# | `clip` | `None` (no clipping) or the largest norm $c$ of all the gradients together |
+# | the result | a list with the loss of every step, Python floats, in order |
+#
+# ## Exercise: `train_loop`
+#
+# For each batch in turn take the steps of `train_step`, adding the clipping between
+# `loss.backward()` and `optimizer.step()` when `clip` is not `None`, and collect each
+# step's loss with `.item()`. (Calling your `train_step` when `clip` is `None` is fine.) The
+# checks run your loop for three batches with SGD and a scheduler, without and then with a
+# clip, and compare every step's loss, the final weights and the learning rate with the
+# same loop run by PyTorch's own modules.
+
+# %% exercise solutions.training.train_loop
+
+# %% test test_train_loop_steps points=2
+step_checks.check_train_loop(train_loop, Transformer, torch.optim)
+### BEGIN HIDDEN TESTS
+from autograder.hidden.train_step import hidden_train_loop
+
+hidden_train_loop(train_loop, Transformer, torch.optim, clip=False)
+### END HIDDEN TESTS
+
+# %% test test_train_loop_clip points=1
+step_checks.check_train_loop_clip(train_loop, Transformer, torch.optim)
+### BEGIN HIDDEN TESTS
+from autograder.hidden.train_step import hidden_train_loop
+
+hidden_train_loop(train_loop, Transformer, torch.optim, clip=True)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Training the model
+#
 # Everything is in place. `evaluate` decodes the whole held-out set greedily and returns
-# its exact-match accuracy; `train` runs your `train_step` on fresh batches (made by your
-# `make_batch`) with Adam and your `rate`, evaluates every `config.every` steps, prints a
-# progress line, and stops as soon as the held-out accuracy is 100%. The time it reports
-# counts the training steps only, not the evaluations.
+# its exact-match accuracy; `train` runs your `train_loop` on fresh batches (made by your
+# `make_batch`) with Adam and your `rate`, `config.every` steps at a time, evaluates after
+# each call, prints a progress line, and stops as soon as the held-out accuracy is 100%.
+# The time it reports counts the training steps only, not the evaluations.
 #
 # One thing in `train` is new: the held-out set does not judge the weights of the last
 # step, but an **exponential moving average** (EMA) of the weights of all steps so far
@@ -400,10 +452,11 @@ hidden_exact_match(exact_match)
 # anything, while the EMA has all but forgotten them. Why it helps: with a large
 # learning rate, each step's weights jump around the good region, each jump spoiling a
 # few held-out answers; the average sits near the middle of where they jump, and does not
-# move with any single step. The training itself is unchanged: `train_step` still
+# move with any single step. The training itself is unchanged: your `train_loop` still
 # updates $\theta$, and only the evaluation reads $\bar\theta$; at the end the model
 # holds $\bar\theta$, the weights that were judged. The price is one more copy of the
-# weights and a cheap update per step.
+# weights and a cheap update per step, which PyTorch runs right after each
+# `optimizer.step()` (`register_step_post_hook`), so your loop needs to know nothing of it.
 
 # %% experiment
 beta = Config().average
@@ -428,12 +481,12 @@ for last in (20, 60):
 #
 # Two times per step appear in this lesson, and they measure different things. The
 # training run prints the time of its whole steps (`train_seconds`): drawing 128 fresh
-# sources, padding them, `train_step`, and the average's update. The cell after it times
-# `train_step` alone, on one batch made in advance (the median of several calls). The
-# difference is the Python work of making batches. Both depend on the machine and on
-# what else runs on it. This notebook was built on one thread of a 2-core CPU that other
-# jobs kept busy: the loop's step took 116 ms and `train_step` alone 125 ms, noise that
-# swamps the difference. Earlier, quieter measurements on the same kind of machine: the
+# sources, padding them, a step of your `train_loop`, and the average's update. The cell
+# after it times `train_step` alone, on one batch made in advance (the median of several
+# calls). The difference is the Python work of making batches. Both depend on the machine
+# and on what else runs on it. This notebook was last built on a 2-core CPU that other jobs
+# kept busy: the loop's step took 214 ms and `train_step` alone 266 ms, noise that swamps
+# the difference. Earlier, quieter measurements on the same kind of machine: the
 # loop's step about 50 ms (400 steps in 20.2 s, two threads), `train_step` alone about
 # 27 ms, and about 40 ms for the loop's step in `make bench`. Much of `train_step`'s time
 # is the fixed cost of its many small operations, so halving the batch saves little.
@@ -517,6 +570,65 @@ axes[1].set_ylabel("held-out exact match (%)")
 axes[1].set_ylim(-3, 103)
 fig.suptitle("Training your Transformer to reverse sequences")
 fig.tight_layout();
+
+# %% [markdown]
+# ## Why the loss spikes, and what clipping does
+#
+# Adam moves each weight by $\text{lr} \cdot \hat m / (\sqrt{\hat v} + \epsilon)$, where
+# $\hat m$ and $\hat v$ are running averages of the gradient and of its square. Their
+# ratio is about $\pm 1$ when the gradient keeps its sign, *whatever the gradient's size*:
+# each weight moves by about the learning rate per step, however flat or steep the loss is
+# there. Near a good solution the loss is steep in some directions, and a step of fixed
+# size overshoots: the loss jumps. Worse, with $\beta_2 = 0.98$, $\hat v$ forgets within
+# about 50 steps, so after a calm stretch of small gradients one larger gradient is
+# divided by a small $\sqrt{\hat v}$ and gives a large step. The larger the learning
+# rate, the larger each overshoot; this lesson's peak rate is far above the paper's.
+#
+# Does clipping help? It bounds $\lVert g \rVert$, but Adam divides by $\sqrt{\hat v}$,
+# which is made of the same clipped gradients: when every gradient is clipped, their
+# ratio, and so the step, hardly changes. Clipping only shortens the step taken on a
+# gradient far larger than the recent ones. Lowering the learning rate shortens every
+# step. The cell below trains the same model from the same weights on the same batches
+# for a fixed number of steps in three ways: this lesson's run (its first steps, above),
+# the same with `clip = 1.0`, and with a learning rate four times smaller. It counts the
+# **spikes**: steps whose loss is more than twice the median of the ten steps before.
+
+# %% experiment output-varies
+SPIKE_STEPS = min(200, len(history.losses))
+
+
+def spikes(losses: list[float], window: int = 10) -> int:
+    """Steps whose loss is more than twice the median of the ``window`` steps before them."""
+    return sum(loss > 2 * torch.tensor(losses[i - window : i]).median().item()
+               for i, loss in enumerate(losses) if i >= window)  # fmt: skip
+
+
+spike_runs = {f"factor {setup.factor:g}, no clip (the run above)": history.losses[:SPIKE_STEPS]}
+for label, change in (("clip = 1.0", {"clip": 1.0}), ("no clip", {"factor": setup.factor / 4})):
+    run = Config(max_steps=SPIKE_STEPS, every=SPIKE_STEPS, average=0.0, **{"factor": setup.factor, **change})
+    spike_runs[f"factor {run.factor:g}, {label}"] = train(new_model(run), run, held, report=None).losses
+for label, losses in spike_runs.items():
+    print(f"{label:>40}: {spikes(losses):2d} spikes in {len(losses)} steps, the largest loss after step 100 "
+          f"{max(losses[100:]):.2f}, the mean of the last 10 steps {sum(losses[-10:]) / 10:.3f}")  # fmt: skip
+fig, ax = plt.subplots(figsize=(11, 3.4))
+for label, losses in spike_runs.items():
+    ax.plot(range(1, len(losses) + 1), losses, label=label, alpha=0.8)
+ax.set_yscale("log")
+ax.set_xlabel("step")
+ax.set_ylabel("training loss")
+ax.legend()
+fig.tight_layout();
+
+# %% [markdown]
+# Read the counts with the curves. When this notebook was built, in 200 steps the run
+# with the four times smaller rate had no spike, against one for this lesson's run, but
+# it learned more slowly: the mean loss of its last 10 steps was 0.431 against 0.177.
+# Clipping at 1.0 did not remove the spikes, as the argument above expects for Adam: two
+# against one, although its largest loss after step 100 was lower, 1.14 against 1.37. One seed and a few spikes
+# each: a direction, not a measurement. (Clipping matters more for plain SGD, whose step is the
+# gradient itself, and in large models, where a rare huge gradient is what it is meant to
+# stop.) The moving average of the weights, above, is this lesson's answer: keep the large
+# rate that learns fast, and judge weights that do not jump with it.
 
 # %% [markdown]
 # ## What did it learn? Look at the attention
@@ -714,16 +826,18 @@ fig.tight_layout();
 #
 # | setting | post-LN | pre-LN |
 # |---|---|---|
-# | factor 2, warm-up | 0.65, 0.65 | 0.40, 0.38 |
-# | factor 2, no warm-up | 2.26, 2.28 | 1.87, 1.03 |
-# | factor 8, warm-up | 2.08, 2.10 | 1.34, 1.85 |
+# | factor 2, warm-up | 0.56, 0.56 | 0.63, 0.37 |
+# | factor 2, no warm-up | 2.27, 2.33 | 1.76, 1.05 |
+# | factor 8, warm-up | 2.15, 2.18 | 1.50, 1.39 |
 #
-# With the warm-up at this lesson's rate both learn, and from the same start pre-LN was
-# ahead for both seeds, by far more than the seeds differ. Without the warm-up, post-LN
-# stalled for both seeds, above even the plateau, while pre-LN kept learning (slowly, for
-# one seed): Xiong et al.'s claim, in miniature. At factor 8 post-LN sat on the plateau,
-# 2.08 and 2.10 against 2.05: it learned where the answers end and nothing more, while
-# pre-LN got below it, with spikes. Two seeds and 150 steps of a model with one layer per
+# With the warm-up at this lesson's rate both learn, and neither is clearly ahead: pre-LN
+# was behind post-LN for one seed and ahead for the other, and its two seeds differ more
+# than the two layouts do. (An earlier build had pre-LN ahead for both seeds, 0.40 and
+# 0.38 against 0.65 and 0.65: the same runs on other threads.) Without the warm-up,
+# post-LN stalled for both seeds, above even the plateau, while pre-LN kept learning
+# (slowly, for one seed): Xiong et al.'s claim, in miniature. At factor 8 post-LN sat just
+# above the plateau, 2.15 and 2.18 against 2.05: it learned where the answers end and
+# nothing more, while pre-LN got below it, with spikes. Two seeds and 150 steps of a model with one layer per
 # stack, far from the depths where post-LN is known to fail without warm-up: a direction,
 # not a law.
 #
@@ -762,10 +876,10 @@ compare_positions("sinusoidal")
 compare_positions("learned")
 
 # %% [markdown]
-# When this notebook was built, the learned table reached 100% on lengths 4 to 12 after
-# 300 steps and the sinusoidal one after 600 (400 in an earlier build: a difference
-# within what seeds and threads do); on lengths 13 to 16 both failed, at 0% and 0% (0%
-# and 5.3% in the earlier build). The learned table has nothing to offer
+# When this notebook was built, both tables reached 100% on lengths 4 to 12 after 600
+# steps (the learned one after 300 in an earlier build: a difference within what seeds
+# and threads do); on lengths 13 to 16 both failed, the sinusoidal one at 1.4% and the
+# learned one at 0% (5.3% and 0% in the earlier build). The learned table has nothing to offer
 # past its trained rows, and the sinusoidal one, although defined at every position, gives
 # the model inputs (positions 13 to 16, and the mirrored offsets that reverse needs) it
 # never learned to attend with. Extending a Transformer beyond its
@@ -803,7 +917,11 @@ compare_positions("learned")
 # - The paper's schedule warms up linearly for $w$ steps, then decays like $1/\sqrt{s}$,
 #   scaled by $d_\text{model}^{-0.5}$.
 # - One step: forward, loss, `zero_grad`, `backward`, `optimizer.step()`, then the
-#   scheduler.
+#   scheduler. The training loop repeats it for every batch, and may clip the norm of all
+#   the gradients together between `backward` and `optimizer.step()`.
+# - The loss spikes because Adam moves every weight by about the learning rate per step,
+#   whatever the gradient's size; a smaller rate spikes less but learns more slowly, and
+#   clipping the gradients changes Adam's steps little.
 # - An exponential moving average of the weights rides out the noise of a large learning
 #   rate: judged on it, the model got every held-out answer right in fewer steps.
 # - Exact match of greedy decoding on a held-out set is the honest measure: the whole
@@ -827,6 +945,9 @@ compare_positions("learned")
 # | warm-up | 预热 |
 # | optimizer (Adam) | 优化器（Adam） |
 # | gradient | 梯度 |
+# | gradient norm | 梯度范数 |
+# | gradient clipping | 梯度裁剪 |
+# | loss spike | 损失尖峰 |
 # | backpropagation | 反向传播 |
 # | held-out set | 留出集 |
 # | exact match | 完全匹配 |

@@ -1,9 +1,12 @@
 """Alternative correct train_step for lesson 10: F.cross_entropy with ignore_index and
 label_smoothing, an explicit smoothed target distribution with the gradients cleared by hand,
-and F.nll_loss with the gradients cleared after the step."""
+and F.nll_loss with the gradients cleared after the step. Alternative train_loop: the lesson's
+train_step for each batch when there is no clip, and a clip computed by hand."""
 
 import torch
 import torch.nn.functional as F
+
+from solutions.training import sequence_loss, train_step
 
 
 def train_step_cross_entropy(model, batch, optimizer, pad_id, smoothing=0.0, scheduler=None):
@@ -66,6 +69,59 @@ def train_step_zero_grad_after(model, batch, optimizer, pad_id, smoothing=0.0, s
     return loss.item()
 
 
+def train_loop_calls_train_step(model, batches, optimizer, pad_id, smoothing=0.0, scheduler=None, clip=None):
+    """train_step for each batch when there is no clip; with one, the step written out around
+    clip_grad_norm_, the mode set once before the loop."""
+    if clip is None:
+        return [train_step(model, batch, optimizer, pad_id, smoothing, scheduler) for batch in batches]
+    model.train()
+    losses = []
+    for batch in batches:
+        optimizer.zero_grad()
+        log_probs = model.generator(
+            model(batch["src"], batch["tgt_in"], batch["src_mask"], batch["tgt_mask"])
+        )
+        loss = sequence_loss(log_probs, batch["tgt_out"], pad_id, smoothing)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=clip)
+        optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
+        losses.append(float(loss))
+    return losses
+
+
+def train_loop_clip_by_hand(model, batches, optimizer, pad_id, smoothing=0.0, scheduler=None, clip=None):
+    """F.cross_entropy; the gradients' norm computed by hand and scaled by clip / norm when it is
+    larger (no 1e-6 beside the norm, as clip_grad_norm_ has)."""
+    losses = []
+    for batch in batches:
+        model.train()
+        log_probs = model.generator(
+            model(batch["src"], batch["tgt_in"], batch["src_mask"], batch["tgt_mask"])
+        )
+        loss = F.cross_entropy(
+            log_probs.flatten(0, 1),
+            batch["tgt_out"].flatten(),
+            ignore_index=pad_id,
+            label_smoothing=smoothing,
+        )
+        optimizer.zero_grad()
+        loss.backward()
+        if clip is not None:
+            grads = [p.grad for p in model.parameters() if p.grad is not None]
+            norm = torch.sqrt(sum((g**2).sum() for g in grads))
+            if norm > clip:
+                for g in grads:
+                    g.mul_(clip / norm)
+        optimizer.step()
+        if scheduler:
+            scheduler.step()
+        losses.append(loss.item())
+    return losses
+
+
 ALTERNATIVES = {
     "train_step": [train_step_cross_entropy, train_step_smoothed_distribution, train_step_zero_grad_after],
+    "train_loop": [train_loop_calls_train_step, train_loop_clip_by_hand],
 }
