@@ -55,6 +55,6 @@ EXERCISES = {
     "07_feed_forward": ["PositionwiseFeedForward"],
     "08_encoder_decoder": ["EncoderLayer", "DecoderLayer", "Encoder", "Decoder"],
     "09_output_layer": ["Generator", "Transformer", "greedy_decode"],
-    "10_training": ["make_batch", "sequence_loss", "rate", "train_step", "exact_match"],
+    "10_training": ["make_batch", "sequence_loss", "rate", "train_step", "exact_match", "train_loop"],
     "11_efficiency": ["decoder_layer_step", "cached_greedy_decode", "blockwise_attention"],
 }

@@ -20,7 +20,7 @@ from solutions.masking import causal_mask, decoder_mask, padding_mask
 from solutions.multi_head import MultiHeadAttention, merge_heads, split_heads
 from solutions.output_layer import Generator, Transformer, greedy_decode
 from solutions.positional_encoding import PositionalEncoding, sinusoidal_encoding
-from solutions.training import exact_match, make_batch, rate, sequence_loss, train_step
+from solutions.training import exact_match, make_batch, rate, sequence_loss, train_loop, train_step
 
 __all__ = [
     "Decoder",
@@ -49,5 +49,6 @@ __all__ = [
     "sequence_loss",
     "sinusoidal_encoding",
     "split_heads",
+    "train_loop",
     "train_step",
 ]

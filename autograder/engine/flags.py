@@ -42,6 +42,7 @@ OFF_LIMITS: dict[str, tuple[str, ...]] = {
     "sequence_loss": ("cross_entropy", "nll_loss"),
     "rate": (),
     "train_step": (),
+    "train_loop": (),
     "exact_match": (),
     "decoder_layer_step": (),
     "cached_greedy_decode": (),
