@@ -408,6 +408,15 @@ def expect_device(exercise: str, what: str, actual: torch.Tensor, device: torch.
         )
 
 
+def expect_output_like(
+    exercise: str, out: torch.Tensor, letters: str, shape: Sequence[int], x: torch.Tensor
+) -> None:
+    """The output's shape, and the dtype and device of the input ``x`` it was computed from."""
+    expect_shape(exercise, "the output", out, letters, shape)
+    expect_dtype(exercise, "the output", out, x.dtype)
+    expect_device(exercise, "the output", out, x.device)
+
+
 @dataclass(frozen=True)
 class Cause:
     """A likely cause of a wrong result, known by the relation it leaves between the learner's

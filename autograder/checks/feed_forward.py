@@ -112,9 +112,7 @@ def check_feed_forward_shapes(cls) -> None:
     core.load_weights(EXERCISE, module, feed_forward_state(torch_encoder_layer(D, D_FF, "relu", seed=0)))
     x = random_tensor(B, T, D, seed=1)
     out = core.output(EXERCISE, module, {"x": x})
-    core.expect_shape(EXERCISE, "the output", out, X, (B, T, D))
-    core.expect_dtype(EXERCISE, "the output", out, x.dtype)
-    core.expect_device(EXERCISE, "the output", out, x.device)
+    core.expect_output_like(EXERCISE, out, X, (B, T, D), x)
     core.passed(f"{EXERCISE} has linear1 (D -> d_ff) and linear2 (d_ff -> D) and maps {X} to {X}")
 
 

@@ -140,9 +140,7 @@ def check_layer_norm_parameters(cls) -> None:
     core.load_weights(EXERCISE, module, layer_norm_state(torch_layer_norm(D, 1e-5, seed=None)))
     x = random_tensor(B, T, D, seed=0)
     out = core.output(EXERCISE, module, {"x": x})
-    core.expect_shape(EXERCISE, "the output", out, X, (B, T, D))
-    core.expect_dtype(EXERCISE, "the output", out, x.dtype)
-    core.expect_device(EXERCISE, "the output", out, x.device)
+    core.expect_output_like(EXERCISE, out, X, (B, T, D), x)
     core.passed(f"{EXERCISE} has parameters gamma [D] (ones) and beta [D] (zeros) and returns {X}")
 
 

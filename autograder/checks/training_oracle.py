@@ -1,0 +1,322 @@
+"""What lesson 10's train_step and train_loop checks compare with: the stand-in model (PyTorch's
+own modules behind the course's interface), the oracle step and train_step's known mistakes, the
+cases (a model, a batch, SGD and StepLR) and what a call leaves behind, and how two outcomes are
+compared (autograder/checks/train_step.py says which stage shows which mistake)."""
+
+import copy
+import math
+import numbers
+import warnings
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from autograder.checks import core, oracles
+from autograder.checks.device import DEVICE, DTYPE, exact_matmul
+
+TRAIN_STEP = "train_step"
+SIGNATURE = "train_step(model, batch, optimizer, pad_id, smoothing=0.0, scheduler=None)"
+# the visible check's sizes: a small model, one layer, a batch whose last rows are padded
+V_SRC, V_TGT, D_MODEL, N_HEADS, D_FF, N_LAYERS, MAX_LEN = 11, 11, 16, 2, 32, 1, 20
+B, T_SRC, T_TGT = 3, 6, 5
+PAD, LR, GAMMA, SMOOTHING = 0, 0.5, 0.5, 0.1
+SEED = 10
+
+
+# ---------------------------------------------------------------------------------------
+# The stand-in: PyTorch's own modules behind the course's interface
+# ---------------------------------------------------------------------------------------
+
+
+class _Generator(nn.Module):
+    def __init__(self, projection: nn.Linear):
+        super().__init__()
+        self.proj = projection
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.log_softmax(self.proj(x), dim=-1)
+
+
+def _key_padding(mask: torch.Tensor | None) -> torch.Tensor | None:
+    """Our padding mask Bool[B, 1, 1, T] (True = real) -> PyTorch's Bool[B, T] (True = padding)."""
+    return None if mask is None else oracles.torch_key_padding_mask(mask)
+
+
+class StandIn(nn.Module):
+    """The course's Transformer interface, forward(src, tgt, src_mask, tgt_mask) -> [B, T, D] and
+    generator, made of PyTorch's nn.TransformerEncoder / nn.TransformerDecoder between the paper's
+    embeddings (nn.Embedding * sqrt(D) + the sinusoidal table), with seeded random weights."""
+
+    def __init__(self, args: dict, generator: torch.Generator):
+        super().__init__()
+        d_model, n_heads, d_ff, n_layers = (args[k] for k in ("d_model", "n_heads", "d_ff", "n_layers"))
+        self.encoder, self.decoder = (
+            oracles.torch_stack(
+                oracles.torch_layer(is_decoder, d_model, n_heads, d_ff, seed=None), n_layers, seed=generator
+            )
+            for is_decoder in (False, True)
+        )
+        self.src_lut = nn.Embedding(args["src_vocab"], d_model, device=DEVICE, dtype=DTYPE)
+        self.tgt_lut = nn.Embedding(args["tgt_vocab"], d_model, device=DEVICE, dtype=DTYPE)
+        projection = nn.Linear(d_model, args["tgt_vocab"], device=DEVICE, dtype=DTYPE)
+        for part in (self.src_lut, self.tgt_lut, projection):
+            oracles.randomize_(part, generator)
+        self.generator = _Generator(projection)
+        self.register_buffer("pe", oracles.sinusoidal_table(args["max_len"], d_model).to(DEVICE))
+        self.n_heads, self.scale = n_heads, math.sqrt(d_model)
+
+    def forward(self, src, tgt, src_mask, tgt_mask):
+        memory = self.encoder(
+            self.src_lut(src) * self.scale + self.pe[: src.size(1)],
+            src_key_padding_mask=_key_padding(src_mask),
+        )
+        attn_mask = None
+        if tgt_mask is not None:  # ours [B, 1, T, T] (True = may attend) -> PyTorch's [B * h, T, T]
+            mask = tgt_mask.expand(tgt.size(0), 1, tgt.size(1), tgt.size(1))
+            attn_mask = oracles.torch_attn_mask(mask.repeat_interleave(self.n_heads, dim=1).flatten(0, 1))
+        return self.decoder(
+            self.tgt_lut(tgt) * self.scale + self.pe[: tgt.size(1)],
+            memory,
+            tgt_mask=attn_mask,
+            memory_key_padding_mask=_key_padding(src_mask),
+        )
+
+    def course_state(self) -> dict[str, torch.Tensor]:
+        """Its weights under the lesson's names (src_embed, tgt_embed, positional, encoder, ...)."""
+        return {
+            "src_embed.lut.weight": self.src_lut.weight.detach().clone(),
+            "tgt_embed.lut.weight": self.tgt_lut.weight.detach().clone(),
+            "positional.pe": self.pe.clone(),
+            **oracles.prefixed("encoder", oracles.stack_state(self.encoder)),
+            **oracles.prefixed("decoder", oracles.stack_state(self.decoder)),
+            "generator.proj.weight": self.generator.proj.weight.detach().clone(),
+            "generator.proj.bias": self.generator.proj.bias.detach().clone(),
+        }
+
+
+# ---------------------------------------------------------------------------------------
+# The oracle and the known mistakes
+# ---------------------------------------------------------------------------------------
+
+
+def oracle_step(model, batch, optimizer, pad_id, smoothing=0.0, scheduler=None, clip=None) -> float:
+    """The check's own train step: F.cross_entropy with ignore_index and label_smoothing; with
+    ``clip`` (train_loop's), clip_grad_norm_ between backward and the optimizer's step."""
+    model.train()
+    log_probs = model.generator(model(batch["src"], batch["tgt_in"], batch["src_mask"], batch["tgt_mask"]))
+    loss = F.cross_entropy(
+        log_probs.reshape(-1, log_probs.size(-1)),
+        batch["tgt_out"].reshape(-1),
+        ignore_index=pad_id,
+        label_smoothing=smoothing,
+    )
+    optimizer.zero_grad()
+    loss.backward()
+    if clip is not None:
+        nn.utils.clip_grad_norm_(model.parameters(), clip)
+    optimizer.step()
+    if scheduler is not None:
+        scheduler.step()
+    return loss.item()
+
+
+def loss_of(log_probs, target, pad_id, smoothing, ignore_padding=True):
+    """The label-smoothed negative log-likelihood, as the lesson's sequence_loss computes it."""
+    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # [B, T]
+    loss = (1.0 - smoothing) * nll + smoothing * -log_probs.mean(dim=-1)
+    keep = target != pad_id if ignore_padding else torch.ones_like(target, dtype=torch.bool)
+    return loss[keep].sum() / keep.sum()
+
+
+def _variant(
+    model, batch, optimizer, pad_id, smoothing=0.0, scheduler=None, *,
+    train=True, decoder_input="tgt_in", masks=True, generator=True, target="tgt_out",
+    use_smoothing=True, ignore_padding=True, zero_grad="before_backward", step=True,
+    scheduler_first=False, use_scheduler=True, item=True, clip=None,
+):  # fmt: skip
+    """train_step with one thing done wrong, as a learner might write it."""
+    if train:
+        model.train()
+    src_mask, tgt_mask = (batch["src_mask"], batch["tgt_mask"]) if masks else (None, None)
+    states = model(batch["src"], batch[decoder_input], src_mask, tgt_mask)  # [B, T, D]
+    log_probs = model.generator(states) if generator else states
+    loss = loss_of(log_probs, batch[target], pad_id, smoothing if use_smoothing else 0.0, ignore_padding)
+    if zero_grad == "before_backward":
+        optimizer.zero_grad()
+    loss.backward()
+    if zero_grad == "after_backward":
+        optimizer.zero_grad()
+    if clip is not None:  # the loop's option, written into the one plain step
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    if scheduler is not None and use_scheduler and scheduler_first:
+        scheduler.step()
+    if step:
+        optimizer.step()
+    if scheduler is not None and use_scheduler and not scheduler_first:
+        scheduler.step()
+    return loss.item() if item else loss
+
+
+MISTAKES = core.catalogue(TRAIN_STEP, variant=_variant)
+
+
+# ---------------------------------------------------------------------------------------
+# One case: a model, a batch, SGD and StepLR; what two calls of a train_step leave behind
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Case:
+    """Everything a run needs: the model's sizes, its initial weights (a StandIn), the batch."""
+
+    args: dict
+    stand_in: StandIn
+    batch: dict[str, torch.Tensor]
+    pad_id: int
+    lr: float = LR
+    gamma: float = GAMMA
+    smoothing: float = SMOOTHING
+    use_scheduler: bool = True
+
+
+@dataclass
+class Outcome:
+    """What a train_step left after each of two calls: returned values, mode, weights, lr."""
+
+    returned: list
+    training: list[bool]
+    weights: list[dict[str, torch.Tensor]]
+    rates: list[float | None]
+
+
+def make_case(args: dict, batch: int, t_src: int, t_tgt: int, pad_id: int, generator: torch.Generator,
+              **settings) -> Case:  # fmt: skip
+    """A StandIn with seeded weights and a batch in make_batch's format: src [B, T_src] and the
+    target <s> y ... </s> padded with pad_id (the last rows shorter), tgt_in / tgt_out shifted."""
+    stand_in = StandIn(args, generator)
+    return Case(
+        args, stand_in, random_batch(args, batch, t_src, t_tgt, pad_id, generator), pad_id, **settings
+    )
+
+
+def random_batch(args: dict, batch: int, t_src: int, t_tgt: int, pad_id: int,
+                 generator: torch.Generator) -> dict[str, torch.Tensor]:  # fmt: skip
+    """A batch in make_batch's format, its rows after the first padded with pad_id at the end."""
+    real = [t for t in range(args["tgt_vocab"]) if t != pad_id]
+    src_real = [t for t in range(args["src_vocab"]) if t != pad_id]
+
+    def tokens(choices, *shape):
+        index = torch.randint(0, len(choices), shape, generator=generator)
+        return torch.tensor(choices)[index]
+
+    src = tokens(src_real, batch, t_src)
+    target = tokens(real, batch, t_tgt + 1)  # <s> y_1 ... y_n </s>
+    for row in range(1, batch):  # every row but the first ends early (padding after it)
+        src[row, t_src - min(row, t_src - 1) :] = pad_id
+        target[row, t_tgt + 1 - min(row, t_tgt - 1) :] = pad_id  # <s> and y_1 stay
+    tgt_in, tgt_out = target[:, :-1].to(DEVICE), target[:, 1:].to(DEVICE)
+    src = src.to(DEVICE)
+    causal = oracles.causal(t_tgt, DEVICE)
+    return {
+        "src": src,
+        "src_mask": (src != pad_id)[:, None, None, :],
+        "tgt_in": tgt_in,
+        "tgt_out": tgt_out,
+        "tgt_mask": (tgt_in != pad_id)[:, None, None, :] & causal,
+    }
+
+
+def arguments_for(case: Case, model, optim) -> tuple:
+    optimizer = optim.SGD(model.parameters(), lr=case.lr)
+    scheduler = (
+        optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=case.gamma) if case.use_scheduler else None
+    )
+    return optimizer, scheduler
+
+
+def current_rate(scheduler, optimizer) -> float:
+    if scheduler is not None:
+        return float(scheduler.get_last_lr()[0])
+    return float(optimizer.param_groups[0]["lr"])
+
+
+def weights_of(model, names) -> dict[str, torch.Tensor]:
+    state = model.state_dict()
+    return {name: state[name].detach().clone() for name in names}
+
+
+def two_calls(call, case: Case, model, optim, read, names) -> Outcome:
+    """``call(*arguments)`` twice on ``model`` with a fresh SGD (and StepLR); record the outcome."""
+    optimizer, scheduler = arguments_for(case, model, optim)
+    outcome = Outcome([], [], [], [])
+    for _ in range(2):
+        args = (model, case.batch, optimizer, case.pad_id, case.smoothing)
+        with torch.enable_grad():
+            returned = call(*args, scheduler) if case.use_scheduler else call(*args)
+        outcome.returned.append(returned)
+        outcome.training.append(bool(model.training))
+        outcome.weights.append(read(model, names))
+        outcome.rates.append(current_rate(scheduler, optimizer))
+    return outcome
+
+
+def stand_in_outcome(fn, case: Case) -> Outcome:
+    """``fn`` run on a copy of the case's StandIn (its weights under the lesson's names)."""
+    model = copy.deepcopy(case.stand_in).eval()
+
+    def read(model, names):
+        return {name: value for name, value in model.course_state().items() if name != "positional.pe"}
+
+    with exact_matmul(), oracles.fastpath_disabled():
+        return two_calls(fn, case, model, torch.optim, read, None)
+
+
+def expected_outcome(case: Case) -> Outcome:
+    return stand_in_outcome(oracle_step, case)
+
+
+def outcomes_of(mistakes: list[core.Mistake], run, case) -> list[tuple[core.Mistake, object | None]]:
+    """Each of ``mistakes`` with what ``run(mistake.compute, case)`` leaves (None when it crashes)."""
+    outcomes = []
+    for mistake in mistakes:
+        try:
+            with warnings.catch_warnings():  # PyTorch's warning about the scheduler's order: expected
+                warnings.simplefilter("ignore")
+                outcomes.append((mistake, run(mistake.compute, case)))
+        except Exception:  # noqa: BLE001 - a mistake that crashes here matches nothing
+            outcomes.append((mistake, None))
+    return outcomes
+
+
+def mistake_outcomes(case: Case) -> list[tuple[core.Mistake, Outcome | None]]:
+    """Each of train_step's known mistakes with its outcome on this case (None when it crashes here)."""
+    return outcomes_of(MISTAKES, stand_in_outcome, case)
+
+
+# ---------------------------------------------------------------------------------------
+# Comparing the learner's outcome with the oracle's, stage by stage
+# ---------------------------------------------------------------------------------------
+
+
+def number(value) -> float:
+    """A returned loss as a number (a one-element tensor's value), NaN when it is none."""
+    if isinstance(value, torch.Tensor):
+        return float(value.detach().reshape(-1)[0]) if value.numel() == 1 else math.nan
+    return float(value) if isinstance(value, numbers.Real) else math.nan
+
+
+def same_loss(a, b) -> bool:
+    return math.isclose(number(a), number(b), rel_tol=1e-7, abs_tol=1e-9)
+
+
+def same_weights(a: dict, b: dict) -> bool:
+    return all(core.same(a[name], b[name]) for name in b)
+
+
+def largest_change(a: dict, b: dict) -> tuple[str, float]:
+    """The parameter where ``a`` and ``b`` differ most, and by how much."""
+    gaps = {name: float((a[name].double() - b[name].double().to(a[name].device)).abs().max()) for name in b}
+    name = max(gaps, key=gaps.get)
+    return name, gaps[name]
