@@ -82,9 +82,16 @@ BEN_FAILS = {
         ],
         "hints": ["softmax instead of log_softmax.", "next token read from the first position."],
     },
-    "10_training": {  # train_step calls ben's own sequence_loss, so it fails too, and says why
-        "cells": ["test_sequence_loss_values", "test_sequence_loss_smoothing", "test_train_step"],
-        "hints": ["padding not ignored.", "the fault is in your sequence_loss"],
+    # train_step and train_loop call ben's own sequence_loss, so they fail too, and say where to look
+    "10_training": {
+        "cells": [
+            "test_sequence_loss_values",
+            "test_sequence_loss_smoothing",
+            "test_train_step",
+            "test_train_loop_steps",
+            "test_train_loop_clip",
+        ],
+        "hints": ["padding not ignored.", "the fault is in your sequence_loss", "their checks above fail"],
     },
     "11_efficiency": {
         "cells": ["test_cached_greedy_decode_values", "test_cached_greedy_decode_end_symbol"],

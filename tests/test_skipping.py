@@ -47,10 +47,32 @@ def _bound(tree: ast.AST) -> set[str]:
     return names
 
 
-def _read(tree: ast.AST) -> set[str]:
-    return {
-        node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
-    }
+def _read(node: ast.AST, local: frozenset[str] = frozenset()) -> set[str]:
+    """The names ``node`` reads from the kernel's globals: every name loaded, but in a function
+    the names it binds itself (its parameters, its own assignments), which shadow the globals."""
+    if isinstance(node, ast.Name):
+        return {node.id} if isinstance(node.ctx, ast.Load) and node.id not in local else set()
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        arguments = node.args
+        parameters = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+        parameters += [arg for arg in (arguments.vararg, arguments.kwarg) if arg is not None]
+        body = node.body if isinstance(node.body, list) else [node.body]
+        own = {arg.arg for arg in parameters} | {name for statement in body for name in _bound(statement)}
+        # decorators and defaults are read where the function is defined
+        outer = [
+            *getattr(node, "decorator_list", []),
+            *arguments.defaults,
+            *filter(None, arguments.kw_defaults),
+        ]
+        found = {name for part in outer for name in _read(part, local)}
+        return found | {name for statement in body for name in _read(statement, local | own)}
+    return {name for child in ast.iter_child_nodes(node) for name in _read(child, local)}
+
+
+def test_a_functions_own_names_shadow_the_globals_but_not_others():
+    cell = ast.parse("def attend(q, k):\n    scores = q @ k\n    return scores + bias\n")
+    assert _read(cell) == {"bias"}
+    assert _read(ast.parse("print(q)")) == {"print", "q"}
 
 
 def _outside_effects(tree: ast.AST, own: set[str]) -> list[str]:

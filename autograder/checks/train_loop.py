@@ -222,7 +222,9 @@ def _loop_fallback(case: LoopCase, stage: str, actual, expected) -> str:
         return (
             f"{TRAIN_LOOP}: the loss of step {k + 1} is {number(actual[k]):.8g}, expected "
             f"{expected[k]:.8g} (the same steps taken with PyTorch's own modules, SGD lr = {case.lr}, "
-            f"{clip}); the steps before it are right. Each step, for each batch in turn: {step}."
+            f"{clip}); the steps before it are right. Each step, for each batch in turn: {step}. If your "
+            "train_loop takes its loss from your sequence_loss (or its steps from your train_step) and "
+            "their checks above fail, the fault is there."
         )
     if stage == "weights":
         name, gap = largest_change(actual, expected)
