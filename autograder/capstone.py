@@ -1,10 +1,12 @@
 """The learner's own Transformer for the capstone (lesson 10), part by part.
 
-Each exercise of lessons 01 to 09 is taken from the learner's saved notebook in ``course/``
-(its solution cell) and run through its lesson's visible checks, with the parts accepted
-before it in scope: the learner's ``EncoderLayer`` is checked with the learner's
-``MultiHeadAttention`` when that one passed. A part that is missing, still a stub, or fails
-a check is replaced by the reference definition, run in the same scope, so that the rest of
+Each exercise of lessons 01 to 09 is taken from the learner's saved notebook (its solution
+cell) in the folder tree of the running notebook (``lessons_folder``: ``course/`` in the
+repository, the folder that ``python -m autograder lessons DIR`` filled elsewhere) and run
+through its lesson's visible checks, with the parts accepted before it in scope: the
+learner's ``EncoderLayer`` is checked with the learner's ``MultiHeadAttention`` when that one
+passed. A part that is missing, still a stub, or fails a check is replaced by the reference
+definition, run in the same scope, so that the rest of
 the learner's parts still build on each other.
 
 While nbgrader grades (``NBGRADER_EXECUTION`` is set) nothing is read from other lessons:
@@ -47,6 +49,7 @@ class Parts:
 
     definitions: dict[str, object] = field(default_factory=dict)
     whose: dict[str, str] = field(default_factory=dict)
+    looked_in: Path | None = None  # the folder searched for the learner's notebooks (None: not read)
 
     def __getattr__(self, name: str) -> object:
         try:
@@ -55,8 +58,30 @@ class Parts:
             raise AttributeError(name) from None
 
     def table(self) -> str:
+        """Whose each part is, one line a part, under the folder the notebooks were looked for in."""
         width = max(len(name) for name in self.whose)
-        return "\n".join(f"{name:>{width}}: {whose}" for name, whose in self.whose.items())
+        rows = [f"{name:>{width}}: {whose}" for name, whose in self.whose.items()]
+        where = (
+            []
+            if self.looked_in is None
+            else [f"Your notebooks of lessons 01 to 09, looked for in {self.looked_in}:"]
+        )
+        return "\n".join(where + rows)
+
+
+def lessons_folder(here: Path | None = None) -> Path:
+    """The folder holding the learner's lesson folders (``<folder>/<lesson>/<notebook>``), found
+    from ``here``, the kernel's working folder (Jupyter starts a notebook's kernel in the
+    notebook's folder): the parent of a lesson folder, a folder that holds lesson folders, and
+    otherwise the repository's ``course/`` (or ``here`` itself when installed from the wheel).
+    The source notebooks' lesson folders (solutions/lessons/) are the instructor's, not a
+    learner's: run there, the capstone reads ``course/`` as before."""
+    here = Path.cwd() if here is None else here
+    if here.name in lessons.LESSON_NAMES and here.resolve().parent != lessons.SOURCE.resolve():
+        return here.parent
+    if any((here / lesson).is_dir() for lesson in EARLIER):
+        return here
+    return here if lessons.COURSE == lessons.INSTALLED_COURSE else lessons.COURSE
 
 
 def _solution_cells(path: Path) -> dict[str, str]:
@@ -99,8 +124,9 @@ def _define(code: str, exercise: str, scope: dict) -> object:
     return scope[exercise]
 
 
-def own_parts(course: Path = lessons.COURSE) -> Parts:
-    """The learner's parts where they pass their lesson's checks, the reference's elsewhere."""
+def own_parts(course: Path | None = None) -> Parts:
+    """The learner's parts where they pass their lesson's checks, the reference's elsewhere,
+    read from ``course`` (by default ``lessons_folder()``) and saying where it looked."""
     parts = Parts()
     if os.environ.get("NBGRADER_EXECUTION"):
         for lesson in EARLIER:
@@ -108,6 +134,8 @@ def own_parts(course: Path = lessons.COURSE) -> Parts:
                 parts.definitions[exercise] = getattr(solutions, exercise)
                 parts.whose[exercise] = "reference (grading uses the reference parts)"
         return parts
+    course = lessons_folder() if course is None else course
+    parts.looked_in = course.resolve()
     scope: dict = {}
     for lesson in EARLIER:
         scope.update(grading.lesson_imports(lesson))

@@ -1,4 +1,5 @@
 """Each lesson's grading table, read from its source notebook: the test cells are its one source.
+(Installed from the learner's wheel, from the released notebook: visible checks only.)
 
 A lesson's test cells (solutions/lesson_scripts/NN_*.py, built into solutions/lessons/) say
 everything about grading: which exercise each cell tests (its grade_id is
@@ -45,8 +46,12 @@ def lesson_of(resources: dict | None) -> str | None:
 
 @functools.cache
 def _source(lesson: str) -> nbformat.NotebookNode:
-    """The lesson's source notebook (the instructor's copy, never a submission), read once."""
-    return nbformat.read(lessons.source_path(lesson), as_version=4)
+    """The lesson's source notebook (the instructor's copy, never a submission), read once. The
+    learner's wheel holds no source notebooks: there it is the released notebook that the
+    package installed (read-only, never a learner's copy), whose test cells are the same
+    without their hidden blocks, so that ``table`` gives the same visible code, hidden ''."""
+    source = lessons.source_path(lesson)
+    return nbformat.read(source if source.exists() else lessons.course_path(lesson), as_version=4)
 
 
 def is_test_cell(cell: nbformat.NotebookNode) -> bool:
