@@ -1,0 +1,268 @@
+"""Grades an LMS takes: Canvas's and Moodle's gradebook imports, from a roster the instructor gives.
+
+The roster (``roster.csv``) is UTF-8 CSV (a byte-order mark is fine) with a header row. Only
+``student`` is required: the id the submissions use (the folder or file name the intake took
+in). The others are read when present, and any further column is ignored::
+
+    student,name,canvas_id,sis_user_id,sis_login_id,section,email,id_number
+    ada,"Çetin, Ada",1001,S1001,ada@uni.example,Group A,ada@uni.example,2024-0001
+
+Header names are read without regard to case, spaces or hyphens ("SIS User ID" is
+``sis_user_id``, "Email" is ``email``). Every ``student`` must be a plain id, once.
+
+How the files are written, and what that rests on (Canvas's and Moodle's documentation and
+their own exports, in our words):
+
+* Canvas: the columns of Canvas's own gradebook export, which its import reads back: Student
+  (the display name), ID (Canvas's user id), SIS User ID, SIS Login ID, Section, then one
+  column per lesson. A column named "<lesson> (<assignment id>)" updates that assignment;
+  a name without an id makes Canvas create a new assignment on import (the ids come from
+  course.toml's ``[canvas]`` table). The second row is the points-possible row, as in
+  Canvas's export: "    Points Possible" under Student, the lesson's maximum under each
+  lesson. Canvas matches a row to a learner by ID, SIS User ID or SIS Login ID; an empty cell
+  changes nothing there.
+* Moodle: "Import grades from CSV" lets the instructor map any column onto a user field;
+  we write "ID number" and "Email address" first (map either to ``useridnumber`` or
+  ``useremail``: Moodle compares email addresses case-sensitively, so they are written as
+  the roster has them), the name, then one column per lesson to map onto its grade item.
+
+Both files are UTF-8 without a byte-order mark, written by the csv module (commas and quotes
+inside names are quoted and doubled): both LMSs read UTF-8 as it is. Excel, opening such a
+file by double-click, misreads non-Latin letters; upload the file itself, not a copy saved by Excel.
+
+Scores are after late penalties (autograder/instructor/late.py). Nobody is dropped silently:
+a graded student missing from the roster, and a roster entry with no graded submission, come
+back as ``Problem`` rows for the report and problems.csv.
+"""
+
+import csv
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder import lessons
+from autograder.engine.intake_time import Handed
+from autograder.engine.submission import Problem
+from autograder.instructor import late
+
+ROSTER_COLUMNS = (
+    "student",
+    "name",
+    "canvas_id",
+    "sis_user_id",
+    "sis_login_id",
+    "section",
+    "email",
+    "id_number",
+)
+CANVAS_HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+CANVAS_POINTS_ROW = "    Points Possible"  # as Canvas's own export writes it
+MOODLE_HEADER = ["ID number", "Email address", "Full name"]
+MOODLE_MATCH = ("email", "id_number")  # the roster's columns Moodle can match a user by
+
+Scores = dict[tuple[str, str], tuple[float, float]]
+Times = dict[tuple[str, str], Handed | None]
+
+
+class RosterError(ValueError):
+    """A roster that cannot be used: the message names the file, the line and what was expected."""
+
+
+@dataclass(frozen=True)
+class Person:
+    """One learner as the roster names them (empty strings where a column is absent)."""
+
+    student: str
+    name: str = ""
+    canvas_id: str = ""
+    sis_user_id: str = ""
+    sis_login_id: str = ""
+    section: str = ""
+    email: str = ""
+    id_number: str = ""
+
+
+@dataclass(frozen=True)
+class Roster:
+    """The people of a roster file, in its order, and the file's name (for the report)."""
+
+    name: str
+    people: list[Person]
+
+
+def _column(name: str) -> str:
+    return re.sub(r"[\s\-]+", "_", name.strip().lower())
+
+
+def read_roster(path: Path) -> Roster:
+    """The roster in ``path``; RosterError for a missing id column, a bad or repeated id."""
+    try:
+        rows = list(csv.reader(path.read_text(encoding="utf-8-sig").splitlines()))
+    except UnicodeDecodeError:
+        raise RosterError(f"{path}: not UTF-8 text; expected a CSV file saved as UTF-8") from None
+    except OSError as error:
+        raise RosterError(f"{path}: cannot be read ({error.strerror})") from None
+    header = [_column(cell) for cell in rows[0]] if rows else []
+    if "student" not in header:
+        raise RosterError(
+            f"{path}: line 1 has no 'student' column (the id the submissions use); "
+            f"expected a header such as {','.join(ROSTER_COLUMNS)}"
+        )
+    repeated = sorted({name for name in header if header.count(name) > 1 and name in ROSTER_COLUMNS})
+    if repeated:
+        raise RosterError(f"{path}: line 1 names {', '.join(repeated)} more than once; expected each once")
+    where = {name: header.index(name) for name in ROSTER_COLUMNS if name in header}
+    people: list[Person] = []
+    seen: dict[str, int] = {}
+    for number, row in enumerate(rows[1:], 2):
+        if not any(cell.strip() for cell in row):
+            continue
+        values = {name: row[index].strip() if index < len(row) else "" for name, index in where.items()}
+        student = values["student"]
+        if not late.STUDENT_ID.fullmatch(student):
+            raise RosterError(
+                f"{path}: line {number}: student {student!r} is not a student id "
+                "(letters, digits, '.', '_', '-', as the submissions are named)"
+            )
+        if student in seen:
+            raise RosterError(f"{path}: line {number}: student {student} is on line {seen[student]} already")
+        seen[student] = number
+        people.append(Person(**values))
+    return Roster(path.name, people)
+
+
+@dataclass(frozen=True)
+class Exported:
+    """One graded submission as it leaves: its score after the late penalty, its maximum, its lateness."""
+
+    score: float
+    max_score: float
+    late: late.Late
+
+
+def apply_late(scores: Scores, handed: Times, policy: late.Policy) -> dict[tuple[str, str], Exported]:
+    """Every (student, lesson) score with ``policy``'s late penalty applied."""
+    return {
+        key: Exported((lateness := late.assess(policy, *key, handed.get(key), score)).score, most, lateness)
+        for key, (score, most) in scores.items()
+    }
+
+
+def roster_report(roster: Roster, graded: dict[tuple[str, str], Exported]) -> list[Problem]:
+    """Graded students missing from the roster (a problem per submission: its score is left out
+    of the export), and roster entries with no graded submission in a lesson that is exported
+    (one problem when they have none at all)."""
+    known = {person.student for person in roster.people}
+    exported = _lessons(graded)
+    problems = [
+        Problem(
+            student,
+            lesson,
+            f"graded ({_number(graded[student, lesson].score)} points) but not in the roster {roster.name}: "
+            "left out of the export",
+        )
+        for student, lesson in sorted(graded)
+        if student not in known
+    ]
+    for person in roster.people:
+        missing = [lesson for lesson in exported if (person.student, lesson) not in graded]
+        if missing and len(missing) == len(exported):
+            what = f"in the roster {roster.name} but no graded submission: left out of the export"
+            problems.append(Problem(person.student, "-", what))
+        else:
+            what = f"in the roster {roster.name} but no graded submission: its cell is left empty"
+            problems += [Problem(person.student, lesson, what) for lesson in missing]
+    return problems
+
+
+def _lessons(graded: dict[tuple[str, str], Exported]) -> list[str]:
+    present = {lesson for _, lesson in graded}
+    return [lesson for lesson in lessons.LESSON_NAMES if lesson in present]
+
+
+def _number(value: float) -> str:
+    """A score as an LMS reads it: '5.4', '6', never '6.0000001' nor '1e+03'."""
+    return f"{round(value, 2):.2f}".rstrip("0").rstrip(".")
+
+
+def canvas_csv(
+    path: Path, roster: Roster, graded: dict[tuple[str, str], Exported], ids: dict[str, int]
+) -> list[Problem]:
+    """Write Canvas's gradebook import to ``path`` (``ids``: lesson -> Canvas assignment id, where
+    known); return the roster report."""
+    columns = _lessons(graded)
+    titles = [f"{lesson} ({ids[lesson]})" if lesson in ids else lesson for lesson in columns]
+    points = [
+        _number(max(value.max_score for (_, done), value in graded.items() if done == lesson))
+        for lesson in columns
+    ]
+    rows = [CANVAS_HEADER + titles, [CANVAS_POINTS_ROW, "", "", "", "", *points]]
+    for person in roster.people:
+        cells = [graded.get((person.student, lesson)) for lesson in columns]
+        if any(cells):
+            who = [person.name or person.student, person.canvas_id, person.sis_user_id, person.sis_login_id]
+            rows.append([*who, person.section, *[_number(cell.score) if cell else "" for cell in cells]])
+    _write(path, rows)
+    return roster_report(roster, graded)
+
+
+def moodle_csv(
+    path: Path, roster: Roster, graded: dict[tuple[str, str], Exported], match_by: str
+) -> list[Problem]:
+    """Write Moodle's CSV grade import to ``path``, to be matched by ``match_by`` ("email" or
+    "id_number"); return the roster report, and a problem for each graded person the roster gives
+    no such value (a row that matches nobody would stop Moodle's import, so it is left out)."""
+    if match_by not in MOODLE_MATCH:
+        raise ValueError(f"match_by is {match_by!r}; expected one of {', '.join(MOODLE_MATCH)}")
+    columns = _lessons(graded)
+    rows = [MOODLE_HEADER + columns]
+    problems = []
+    for person in roster.people:
+        cells = [graded.get((person.student, lesson)) for lesson in columns]
+        if not any(cells):
+            continue
+        if not getattr(person, match_by):
+            what = f"the roster {roster.name} gives no {match_by} to match in Moodle: left out of the export"
+            problems.append(Problem(person.student, "-", what))
+            continue
+        who = [person.id_number, person.email, person.name or person.student]
+        rows.append([*who, *[_number(cell.score) if cell else "" for cell in cells]])
+    _write(path, rows)
+    return roster_report(roster, graded) + problems
+
+
+def canvas_ids(workspace: Path) -> dict[str, int]:
+    """Lesson -> Canvas assignment id, from the ``[canvas]`` table of the workspace's course.toml."""
+    path = workspace / late.COURSE_FILE
+    table = late.read_course_file(workspace).get("canvas", {})
+    if not isinstance(table, dict):
+        raise late.CourseFileError(f"{path}: canvas is {table!r}; expected a table [canvas]")
+    for lesson, value in table.items():
+        late.known_lesson(lesson, f"{path}: [canvas]")
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise late.CourseFileError(
+                f"{path}: [canvas] {lesson} = {value!r}; expected a Canvas assignment id (a number)"
+            )
+    return dict(table)
+
+
+def export(workspace: Path, scores: Scores, roster_file: Path, out: Path, lms: str) -> list[Problem]:
+    """The grades in ``scores`` ((student, lesson) -> (score, max), as Pipeline.scores gives them),
+    late penalties applied, written to ``out`` for ``lms`` ("canvas", "moodle-email" or
+    "moodle-id_number"); returns the problems to report: hand-in times that could not be read,
+    and the roster report."""
+    if lms not in ("canvas", "moodle-email", "moodle-id_number"):
+        raise ValueError(f"lms is {lms!r}; expected canvas, moodle-email or moodle-id_number")
+    policy = late.load(workspace)
+    roster = read_roster(roster_file)
+    handed, problems = late.handed_times(workspace / "submitted", list(scores), policy.zone)
+    graded = apply_late(scores, handed, policy)
+    if lms == "canvas":
+        return problems + canvas_csv(out, roster, graded, canvas_ids(workspace))
+    return problems + moodle_csv(out, roster, graded, lms.removeprefix("moodle-"))
+
+
+def _write(path: Path, rows: list[list[str]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows(rows)
