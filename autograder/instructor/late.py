@@ -61,6 +61,13 @@ DUE_EXPECTED = (
     'a date and time such as "2026-12-04 23:59" (in the course\'s time zone) or "2026-12-04 23:59+01:00"'
 )
 DAY_S = 24 * 3600
+# How a statement names the witness of a hand-in time (intake_time.SOURCES).
+SOURCE_WORDS = {
+    "LMS file name": "the LMS's file name",
+    "zip entry time": "the LMS download's file time",
+    "timestamp.txt": "nbgrader's timestamp.txt",
+    "folder time": "the notebook's file time",
+}
 # A student id as the intake takes it (autograder/engine/pipeline.py: STUDENT_ID).
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]*")
 
@@ -285,9 +292,8 @@ def assess(policy: Policy, student: str, lesson: str, handed: Handed | None, sco
     if handed is None:
         return Late(0, 0.0, score, f"No hand-in time was recorded, so no late penalty applies ({due_text}).")
     days = lateness(handed.at, due)
-    handed_text = (
-        f"Handed in {_shown(handed.at, policy.zone)} ({policy.zone.key}; time from the {handed.source})"
-    )
+    witness = SOURCE_WORDS[handed.source]
+    handed_text = f"Handed in {_shown(handed.at, policy.zone)} ({policy.zone.key}; time taken from {witness})"
     if days == 0:
         return Late(0, 0.0, score, f"{handed_text}, on time for {due_text}.")
     after = _duration((handed.at.astimezone(UTC) - due.astimezone(UTC)).total_seconds())
