@@ -124,12 +124,12 @@ def test_a_wrong_output_after_right_weights_says_where_to_look():
 
 
 def test_a_failure_message_never_breaks_inside_a_code_span():
-    from autograder.checks import CheckFailure, core
+    from autograder.checks import CheckFailure, failure
 
     span = "`raise NotImplementedError()`"
     message = f"attention is not implemented yet: replace {'x ' * 25}{span} in its cell"
     for width in range(40, 101, 3):
-        lines = core.wrap_message(message, width=width)
+        lines = failure.wrap_message(message, width=width)
         assert any(span in line for line in lines), (width, lines)
         assert all(len(line) <= width for line in lines), (width, lines)
     rendered = CheckFailure(message)._render_traceback_()

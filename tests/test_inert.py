@@ -15,7 +15,7 @@ from nbconvert.exporters import HTMLExporter
 from nbformat import v4
 
 from autograder import lessons
-from autograder.checks.core import wrap_message
+from autograder.checks.failure import wrap_message
 from autograder.engine import formgrader_policy
 from autograder.engine.inert import InertNotebook, sanitise_markdown
 from autograder.engine.nbgrader_config import course_config

@@ -196,8 +196,8 @@ def check_blockwise_large_scores(fn) -> None:
         count = int((~torch.isfinite(out)).sum())
         raise core.CheckFailure(
             f"{BLOCKWISE}: with scores up to {largest:.0f}, {count} of {out.numel()} entries of the output "
-            f"are NaN or infinite, and exp(710) already overflows in float64. It looks like {mistake.name}. "
-            f"{mistake.hint}"
+            f"are NaN or infinite, and exp(710) already overflows in float64. "
+            f"It looks like {mistake.said()}. {mistake.hint}"
         )
     compare_blockwise(fn, q, k, v, None, 8, where=f", scores up to {largest:.0f}")
     core.passed(f"{BLOCKWISE} stays finite and right with scores up to {largest:.0f} (exp(710) overflows)")

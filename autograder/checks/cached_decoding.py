@@ -217,7 +217,7 @@ def _expect_incremental(work: Work, steps: int) -> None:
         mistake = core.named(CACHED_MISTAKES, name)
         raise core.CheckFailure(
             f"{CACHED}: the tokens and log-probabilities are right, but not computed with the cache "
-            f"({seen} for {steps} steps): {mistake.name}. {mistake.hint}"
+            f"({seen} for {steps} steps): {mistake.said()}. {mistake.hint}"
         )
 
     if work.full_layers:

@@ -13,7 +13,6 @@ import functools
 import inspect
 import math
 import re
-import textwrap
 import tomllib
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -24,43 +23,10 @@ from typing import Any
 import torch
 
 from autograder.checks.device import DEVICE, DTYPE, exact_matmul, tolerance
+from autograder.checks.failure import CheckFailure
 from autograder.lessons import EXERCISES
 
 EXERCISE_NAMES = {name for lesson in EXERCISES.values() for name in lesson}
-
-
-class CheckFailure(AssertionError):
-    """A check failed. The message says what was expected, what was seen, and where to look.
-
-    In a notebook it shows as that message alone, not as a traceback through the
-    checks library; when the learner's own code crashed, the learner's frames follow.
-    """
-
-    def _render_traceback_(self) -> list[str]:  # IPython calls this to display the error
-        lines = wrap_message(f"CheckFailure: {self}")
-        cause = self.__cause__
-        if cause is not None and not isinstance(cause, NotImplementedError):
-            frames = traceback.extract_tb(cause.__traceback__)
-            learner = [frame for frame in frames if "autograder" not in frame.filename]
-            lines += ["", "Where your code raised it:"]
-            lines += traceback.format_list(learner[-3:]) + traceback.format_exception_only(cause)
-        return lines
-
-
-# A `code span` in a message: it is wrapped as one word, so that `raise NotImplementedError()`
-# never breaks across two lines.
-CODE_SPAN = re.compile(r"`[^`]*`")
-NO_BREAK = "\x00"  # stands for a space inside a code span while the message is wrapped
-
-
-def wrap_message(message: str, width: int = 100) -> list[str]:
-    """``message`` in lines of at most ``width`` characters (a longer code span gets its own
-    line), continued lines indented, never broken inside a `code span`."""
-    joined = CODE_SPAN.sub(lambda span: span[0].replace(" ", NO_BREAK), message)
-    lines = textwrap.wrap(
-        joined, width=width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False
-    )
-    return [line.replace(NO_BREAK, " ") for line in lines]
 
 
 @dataclass(frozen=True)
@@ -77,7 +43,29 @@ class Mistake:
     compute: Callable[..., Any]
 
     def message(self, exercise: str) -> str:
-        return f"{exercise}: your output matches a known mistake, {self.name}. {self.hint}"
+        return f"{exercise}: your output matches a known mistake, {self.said()}. {self.hint}"
+
+    def said(self) -> str:
+        """The name, for a message that names this mistake; noted where ``naming_noted`` listens
+        (the judge records which catalogued mistakes a wrong answer made, from the entries)."""
+        noted = _NAMED.get()
+        if noted is not None and self.name not in noted:
+            noted.append(self.name)
+        return self.name
+
+
+_NAMED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("named", default=None)
+
+
+@contextlib.contextmanager
+def naming_noted() -> Iterator[list[str]]:
+    """The names of the catalogued mistakes that the checks name inside the block, in order."""
+    noted: list[str] = []
+    token = _NAMED.set(noted)
+    try:
+        yield noted
+    finally:
+        _NAMED.reset(token)
 
 
 CATALOGUE_FOLDER = Path(__file__).with_name("catalogue")
@@ -303,7 +291,7 @@ def crashes_named(exercise: str, outcomes: Callable[[], Sequence[tuple[Mistake, 
         for mistake, outcome in outcomes():
             if isinstance(outcome, Exception) and error_key(outcome) == error_key(error):
                 raise CheckFailure(
-                    f"{exercise}: your code fails like a known mistake, {mistake.name}. {mistake.hint}"
+                    f"{exercise}: your code fails like a known mistake, {mistake.said()}. {mistake.hint}"
                 ) from error
         raise
 

@@ -212,7 +212,8 @@ def _crash_with_cache(t: int, error: BaseException) -> str:
     mistake = core.named(STEP_MISTAKES, "cache concatenated along the wrong axis")
     return (
         f"{STEP}: step t = {t} raised {type(error).__name__}: {error}. Step 1, with an empty cache, ran, "
-        f"so the cached keys and values and the new ones do not fit together: {mistake.name}. {mistake.hint}"
+        f"so the cached keys and values and the new ones do not fit together: {mistake.said()}. "
+        f"{mistake.hint}"
     )
 
 

@@ -1,4 +1,15 @@
-"""Where and how precisely the checks compute: one DEVICE for the whole course."""
+"""Where and how precisely the course computes.
+
+Two devices, because Apple's MPS has no float64:
+
+- ``LESSON_DEVICE``, where a lesson's own work runs (training, experiments, timings): CUDA,
+  then MPS, then the CPU;
+- ``DEVICE``, where the checks run, in float64 (``DTYPE``): the lesson's device when it has
+  float64 (CUDA or the CPU), the CPU instead of MPS. The checks call the learner's code on
+  their own tensors, so every machine gives the same verdicts.
+
+``COURSE_DEVICE`` ("cpu", "cuda", "cuda:1", "mps") overrides the choice; grading sets "cpu".
+"""
 
 import contextlib
 import os
@@ -6,17 +17,43 @@ from collections.abc import Iterator
 
 import torch
 
+FLOAT64_LACKING = ("mps",)  # device types that cannot hold float64 tensors
 
-def _choose_device() -> torch.device:
-    """cuda when available, unless COURSE_DEVICE names another ("cpu", "cuda")."""
-    wanted = os.environ.get("COURSE_DEVICE")
+
+def lesson_device(wanted: str | None) -> torch.device:
+    """``wanted`` (COURSE_DEVICE's value) when given; otherwise CUDA, then Apple's MPS, then the CPU."""
     if wanted:
-        return torch.device(wanted)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        try:
+            return torch.device(wanted)
+        except RuntimeError as error:
+            raise ValueError(
+                f"COURSE_DEVICE={wanted!r} names no device: expected cpu, cuda, cuda:<index> or mps"
+            ) from error
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
 
 
-DEVICE = _choose_device()
+def checks_device(lesson: torch.device) -> torch.device:
+    """Where the checks compute in float64: the lesson's device, or the CPU when it lacks float64."""
+    return torch.device("cpu") if lesson.type in FLOAT64_LACKING else lesson
+
+
+LESSON_DEVICE = lesson_device(os.environ.get("COURSE_DEVICE"))
+DEVICE = checks_device(LESSON_DEVICE)
 DTYPE = torch.float64  # checks compare in float64, so tolerances can be tight on every device
+
+
+def describe_devices(lesson: torch.device = LESSON_DEVICE, checks: torch.device = DEVICE) -> str:
+    """The line a lesson's first cell prints: its device, and the checks' when they differ."""
+    if lesson == checks:
+        return f"device: {lesson}"
+    return (
+        f"device: {lesson} for the lesson's own work; the checks run on {checks}, "
+        f"in float64, which {lesson.type} lacks (the same verdicts as on any machine)"
+    )
 
 
 @contextlib.contextmanager

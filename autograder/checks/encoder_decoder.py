@@ -240,7 +240,7 @@ def _run_decoder(exercise, module, target, mistakes, x, memory, src_mask=None, t
                 raise core.CheckFailure(
                     f"{exercise} raised {type(crash).__name__} for T_tgt={x.size(1)} != "
                     f"T_src={memory.size(1)}; "
-                    f"with T_tgt == T_src it runs, and its output matches a known mistake, {mistake.name}. "
+                    f"with T_tgt == T_src it runs, and its output matches a known mistake, {mistake.said()}. "
                     f"{mistake.hint}"
                 ) from crash
         raise

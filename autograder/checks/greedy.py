@@ -251,7 +251,7 @@ def _batch_of_one_message(batch: int, what: str) -> str:
     mistake = core.named(GREEDY_MISTAKES, "written for a batch of one")
     return (
         f"{GREEDY} {what} for a batch of B = {batch} sources, and decodes the first one right when it "
-        f"is alone: {mistake.name}. {mistake.hint}"
+        f"is alone: {mistake.said()}. {mistake.hint}"
     )
 
 

@@ -141,7 +141,7 @@ def compare_mask(
             f"got {list(actual.shape)}"
         )
         if named is not None:
-            raise core.CheckFailure(f"{start}: a known mistake, {named.name}. {named.hint}")
+            raise core.CheckFailure(f"{start}: a known mistake, {named.said()}. {named.hint}")
         raise core.CheckFailure(
             f"{start}. The shape decides which axis of the scores [B, h, T_q, T_k] each axis of the mask "
             "meets when they broadcast (shapes line up from the right)."

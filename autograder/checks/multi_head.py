@@ -320,7 +320,7 @@ def _forward_named(module, n_heads, query, key, value, mask):
                 raise core.CheckFailure(
                     f"{MHA} raised {type(crash).__name__} for T_q = {query.size(1)}, T_k = {key.size(1)}"
                     f"{' and a mask' if mask is not None else ''}; with T_q == T_k = {length} and no mask "
-                    f"it runs, and its output matches a known mistake, {mistake.name}. {mistake.hint}"
+                    f"it runs, and its output matches a known mistake, {mistake.said()}. {mistake.hint}"
                 ) from crash
         raise
 

@@ -241,7 +241,7 @@ def _forward(module, x: torch.Tensor, mistakes=FORWARD_MISTAKES) -> torch.Tensor
                 and (core.error_key(outcome) == core.error_key(error))
             ):
                 raise core.CheckFailure(
-                    f"{MODULE}: your code fails like a known mistake, {mistake.name}. {mistake.hint}"
+                    f"{MODULE}: your code fails like a known mistake, {mistake.said()}. {mistake.hint}"
                 ) from error
         if core.mismatched_sizes(error):
             raise core.CheckFailure(

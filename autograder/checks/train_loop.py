@@ -298,7 +298,7 @@ def compare_train_loop(fn, model_class, optim, case: LoopCase) -> LoopOutcome:
             raise core.CheckFailure(
                 found[0].message(TRAIN_LOOP) if len(found) == 1 else
                 f"{TRAIN_LOOP}: your result matches {len(found)} known mistakes that look alike here: "
-                + " Or: ".join(f"{m.name}. {m.hint}" for m in found)
+                + " Or: ".join(f"{m.said()}. {m.hint}" for m in found)
             )  # fmt: skip
         raise core.CheckFailure(_loop_fallback(case, what, actual, wanted))
     return expected

@@ -107,7 +107,7 @@ def _scaled_update(case: Case, actual: dict, expected: dict) -> bool:
 def _named(mistakes: list[core.Mistake]) -> str:
     if len(mistakes) == 1:
         return mistakes[0].message(TRAIN_STEP)
-    listed = " Or: ".join(f"{m.name}. {m.hint}" for m in mistakes)
+    listed = " Or: ".join(f"{m.said()}. {m.hint}" for m in mistakes)
     return f"{TRAIN_STEP}: your result matches {len(mistakes)} known mistakes that look alike here: {listed}"
 
 

@@ -58,6 +58,9 @@ class CourseExecute(Execute):
         return experiments(lesson) if self.skip_experiments and lesson else frozenset()
 
     def preprocess(self, nb: NotebookNode, resources: dict | None = None, km=None):
+        from autograder.engine.judge import JUDGE_METADATA  # imports torch: only when grading
+
+        nb.metadata.pop(JUDGE_METADATA, None)  # a submission's own record of a judge is never read
         self._resources = resources or {}
         self._skipped_ids = self._skipped(self._resources)
         self._exited_in: str | None = None

@@ -35,10 +35,10 @@ import nbformat
 from jupyter_core.utils import run_sync
 from nbformat import NotebookNode
 
-from autograder.checks.core import CheckFailure
+from autograder.checks.core import CheckFailure, naming_noted
 from autograder.checks.device import exact_matmul
 from autograder.engine.remote import Channel, Endpoint, Refused, models_read_only
-from autograder.grading import grading_imports, lesson_of
+from autograder.grading import grading_imports, lesson_of, table
 from autograder.hidden.core import SEED_VARIABLE, new_seed, seeded
 
 JUDGE_METADATA = "course_judge"
@@ -68,13 +68,19 @@ class _LearnerNames(dict):
             raise KeyError(name) from None
 
 
-def run_test_cell(source: str, grade_id: str, namespace: dict, endpoint: Endpoint, seed: int) -> str | None:
+def run_test_cell(
+    source: str, grade_id: str, namespace: dict, endpoint: Endpoint, seed: int, named: list[str] | None = None
+) -> str | None:
     """None when the test cell passes against the learner's code at ``endpoint``, its hidden tests
-    drawing from ``seed``, else why not."""
+    drawing from ``seed``, else why not; ``named`` receives the catalogued mistakes the checks named."""
     names = _LearnerNames(endpoint, namespace)
     try:
-        with contextlib.redirect_stdout(io.StringIO()), seeded(seed):
-            exec(compile(source, f"<test cell {grade_id}>", "exec"), dict(namespace), names)  # noqa: S102
+        with contextlib.redirect_stdout(io.StringIO()), seeded(seed), naming_noted() as noted:
+            try:
+                exec(compile(source, f"<test cell {grade_id}>", "exec"), dict(namespace), names)  # noqa: S102
+            finally:
+                if named is not None:
+                    named += noted
     except Refused as refusal:
         return f"the kernel sent the judge something it refuses: {refusal}"
     except TimeoutError:
@@ -103,6 +109,7 @@ class Judge:
         self.executor = executor
         self.timeout_s = executor.timeout or 60
         self.namespace = grading_imports(lesson)
+        self.tests = {test.grade_id: test for test in table(lesson)}
         self._scratch = tempfile.TemporaryDirectory(prefix="course-judge-")
         self.path = str((folder or Path(self._scratch.name)) / "judge.sock")
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -113,6 +120,7 @@ class Judge:
         self.listener.listen(1)
         self.unanswered: str | None = None
         self.overruled: dict[str, str] = {}
+        self.seen: dict[str, dict] = {}  # grade id -> what the judge saw (``seen``), for the class insights
         self.seconds = 0.0  # spent judging, for the instructor's progress line
         self.seed = new_seed()
         self._give_seed()
@@ -126,7 +134,11 @@ class Judge:
 
     def close(self, nb: NotebookNode) -> None:
         """Record the overruled cells in the notebook's metadata; release the socket."""
-        nb.metadata[JUDGE_METADATA] = {"overruled": self.overruled, "seconds": round(self.seconds, 2)}
+        nb.metadata[JUDGE_METADATA] = {
+            "overruled": self.overruled,
+            "seen": self.seen,
+            "seconds": round(self.seconds, 2),
+        }
         self.listener.close()
         Path(self.path).unlink(missing_ok=True)
         self._scratch.cleanup()
@@ -146,8 +158,9 @@ class Judge:
                 return True
         return False
 
-    def verdict(self, source: str, grade_id: str) -> str | None:
-        """None when the test cell passes against the kernel's current names, else why not."""
+    def verdict(self, source: str, grade_id: str, named: list[str] | None = None) -> str | None:
+        """None when the test cell passes against the kernel's current names, else why not;
+        ``named`` receives the catalogued mistakes the checks named."""
         if self.unanswered:  # a kernel that did not answer once is not waited for again
             return self.unanswered
         msg_id = self.executor.kc.execute(SERVE.format(path=self.path), silent=True, store_history=False)
@@ -163,7 +176,7 @@ class Judge:
             channel = Channel(connection)
             channel.deadline = time.monotonic() + self.timeout_s
             endpoint = Endpoint(channel, guard=models_read_only, calls_within=exact_matmul)
-            verdict = run_test_cell(source, grade_id, self.namespace, endpoint, self.seed)
+            verdict = run_test_cell(source, grade_id, self.namespace, endpoint, self.seed, named)
             with contextlib.suppress(OSError):
                 endpoint.say_goodbye()
             connection.close()
@@ -173,15 +186,19 @@ class Judge:
         return verdict
 
     def cell(self, cell: NotebookNode) -> None:
-        """Judge a test cell that just ran; if it passed there and fails here, fail it."""
-        if any(output.output_type == "error" for output in cell.outputs):
-            return  # failed in the notebook already: the judge cannot make it fail more
+        """Judge a test cell that just ran: if it passed there and fails here, fail it. Either way,
+        note what the judge saw of it (``seen``)."""
         grade_id = cell.metadata.nbgrader["grade_id"]
+        errors = [output for output in cell.outputs if output.output_type == "error"]
+        if any(output.get("ename") == "CellTimeoutError" for output in errors):
+            return  # stopped at the time limit: running it again would only wait as long
         start = time.perf_counter()
-        reason = self.verdict(cell.source, grade_id)
+        named: list[str] = []
+        reason = self.verdict(cell.source, grade_id, named)
+        self.seen[grade_id] = self._seen(grade_id, reason, named)
         self.seconds += time.perf_counter() - start
-        if reason is None:
-            return
+        if reason is None or errors:
+            return  # a cell that failed in the notebook stays failed: the judge cannot fail it more
         self.overruled[grade_id] = reason
         cell.outputs.append(
             nbformat.v4.new_output(
@@ -194,6 +211,20 @@ class Judge:
                 ],
             )
         )
+
+    def _seen(self, grade_id: str, reason: str | None, named: list[str]) -> dict:
+        """What the judge saw of a test cell: whether its visible check and its hidden tests passed
+        (None: it has none, or they did not get to run), and the catalogued mistakes named. When
+        the cell failed and has hidden tests, its visible check is run again on its own, to tell a
+        wrong answer from one that fits only the visible checks."""
+        test = self.tests.get(grade_id)
+        has_hidden = bool(test and test.hidden)
+        if reason is None:
+            return {"visible": True, "hidden": True if has_hidden else None, "mistakes": []}
+        visible = False
+        if has_hidden and self.verdict(test.visible, grade_id) is None:
+            visible = True
+        return {"visible": visible, "hidden": False if visible else None, "mistakes": named}
 
 
 def for_notebook(executor, resources: dict) -> Judge | None:

@@ -26,7 +26,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.apps import NbGraderAPI
 
 from autograder import lessons
-from autograder.engine import parallel, submission
+from autograder.engine import parallel, submission, verdicts
 from autograder.engine.kernels.sandbox import Limits
 from autograder.engine.kernels.sandbox import problem as sandbox_problem
 from autograder.engine.nbgrader_config import CELL_TIMEOUT_S
@@ -306,6 +306,7 @@ class Pipeline:
         done = []
         for index, outcome in enumerate(graded, 1):
             done.append(outcome)
+            verdicts.write(self.workspace, outcome)
             self.problems += outcome.problems
             left = (time.perf_counter() - start) / index * (len(pairs) - index)
             seconds = f"{outcome.seconds:.1f} s (judge {outcome.judge_seconds:.1f} s)"

@@ -69,7 +69,9 @@ class Problem:
 class Graded:
     """One submission graded: its points per test cell (grade id -> (score, max score)), what
     went wrong with it (if anything), the shortcuts flagged in its code, the test cells the
-    judge overruled (grade id -> the judge's reason), and how long it took."""
+    judge overruled (grade id -> the judge's reason), what the judge saw of each test cell
+    (grade id -> whether its visible check and hidden tests passed, and the catalogued mistakes
+    named: ``Judge.seen``), and how long it took."""
 
     lesson: str
     student: str
@@ -77,6 +79,7 @@ class Graded:
     problems: list[Problem]
     flags: list[Flag] = field(default_factory=list)
     overruled: dict[str, str] = field(default_factory=dict)
+    seen: dict[str, dict] = field(default_factory=dict)
     seconds: float = 0.0
     judge_seconds: float = 0.0
     failure: str | None = None  # why grading stopped, when it did: no score was recorded
@@ -150,13 +153,14 @@ def grade(setup: Setup, lesson: str, student: str) -> Graded:
     if app.failure is not None:
         return failed(failure_reason(app.failure))
 
-    scores, overruled, judge_seconds = {}, {}, 0.0
+    scores, overruled, seen, judge_seconds = {}, {}, {}, 0.0
     for nb in app.graded:
         for cell in nb.cells:
             if is_grade(cell):
                 scores[cell.metadata.nbgrader["grade_id"]] = determine_grade(cell)
         record = nb.metadata.get(JUDGE_METADATA, {})
         overruled |= record.get("overruled", {})
+        seen |= record.get("seen", {})
         judge_seconds += record.get("seconds", 0.0)
     timed_out = [cell for nb in app.graded for cell in _timed_out(nb)]
     if timed_out:
@@ -169,9 +173,8 @@ def grade(setup: Setup, lesson: str, student: str) -> Graded:
     problems += [
         Problem(student, lesson, line) for nb in app.graded for line in nb.metadata.get(FILES_METADATA, [])
     ]
-    return Graded(
-        lesson, student, scores, problems, flagged, overruled, time.perf_counter() - start, judge_seconds
-    )
+    seconds = time.perf_counter() - start
+    return Graded(lesson, student, scores, problems, flagged, overruled, seen, seconds, judge_seconds)
 
 
 def answer_formgrader(setup: Setup) -> None:
