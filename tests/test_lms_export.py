@@ -1,0 +1,220 @@
+"""Grades an LMS takes: the roster, Canvas's and Moodle's imports read back as the LMS reads them
+(header, points-possible row, lesson columns, the matching column), names that survive, late
+penalties applied, and nobody dropped silently; and the bundled sample course, end to end."""
+
+import csv
+import shutil
+from datetime import datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from autograder.engine.intake_time import Handed
+from autograder.instructor import late, lms
+
+SAMPLE_COURSE = Path(__file__).resolve().parent.parent / "autograder" / "sample_course"
+BERLIN = ZoneInfo("Europe/Berlin")
+DUE = datetime(2026, 12, 4, 23, 59, tzinfo=BERLIN)
+NAMES = {"ada": "Çetin, Ada", "ben": 'Okafor, Benjamin "Ben"', "cho": "陈楚 (Chen Chu)"}
+
+
+def roster_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "roster.csv"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def roster(tmp_path) -> lms.Roster:
+    rows = [
+        [
+            "\ufeffStudent",
+            "Name",
+            "Canvas ID",
+            "SIS User ID",
+            "SIS Login ID",
+            "Section",
+            "Email",
+            "ID number",
+            "Notes",
+        ],
+        ["ada", NAMES["ada"], "1001", "S-1001", "ada.cetin", "A", "Ada.Cetin@uni.example", "0001", "x"],
+        ["ben", NAMES["ben"], "1002", "S-1002", "ben.okafor", "A", "ben@uni.example", "0002", ""],
+        ["cho", NAMES["cho"], "1003", "S-1003", "chen.chu", "B", "", "0003", ""],
+        ["gus", "Ångström, Gustav", "1006", "S-1006", "gus", "B", "gus@uni.example", "0006", ""],
+    ]
+    path = tmp_path / "roster.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows(rows)
+    return lms.read_roster(path)
+
+
+def graded(policy: late.Policy | None = None) -> dict:
+    """ada on time, ben a day late, cho two lessons, fay (not in the roster) one."""
+    scores = {
+        ("ada", "01_embedding"): (6.0, 6.0),
+        ("ada", "03_attention"): (8.0, 10.0),
+        ("ben", "01_embedding"): (6.0, 6.0),
+        ("cho", "01_embedding"): (3.5, 6.0),
+        ("cho", "03_attention"): (10.0, 10.0),
+        ("fay", "03_attention"): (7.0, 10.0),
+    }
+    handed = {key: Handed(DUE - timedelta(hours=1), "LMS file name") for key in scores}
+    handed["ben", "01_embedding"] = Handed(DUE + timedelta(hours=10), "LMS file name")
+    policy = policy or late.Policy(BERLIN, {"01_embedding": DUE}, per_day=10, cap=50)
+    return lms.apply_late(scores, handed, policy)
+
+
+def canvas_reads(path: Path) -> tuple[list[str], list[str], dict[str, dict[str, str]]]:
+    """As Canvas's import reads a gradebook file: the header, the points-possible row, the rows by ID."""
+    with path.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    header, points, *people = rows
+    return header, points, {row[1]: dict(zip(header, row, strict=True)) for row in people}
+
+
+def test_the_roster_takes_a_bom_any_case_and_extra_columns(roster):
+    assert [person.student for person in roster.people] == ["ada", "ben", "cho", "gus"]
+    ada = roster.people[0]
+    assert (ada.name, ada.canvas_id, ada.sis_user_id, ada.sis_login_id) == (
+        NAMES["ada"],
+        "1001",
+        "S-1001",
+        "ada.cetin",
+    )
+    assert (ada.section, ada.email, ada.id_number) == ("A", "Ada.Cetin@uni.example", "0001")
+    assert roster.people[1].name == NAMES["ben"] and roster.people[2].name == NAMES["cho"]
+
+
+@pytest.mark.parametrize(
+    "text, said",
+    [
+        ("name,email\nAda,ada@x\n", ["line 1 has no 'student' column", "student,name,canvas_id"]),
+        ('student,name\n"Çetin, Ada",Ada\n', ["line 2", "'Çetin, Ada' is not a student id"]),
+        ("student,name\n../ada,Ada\n", ["line 2", "'../ada'"]),
+        ("student,name\nada,Ada\n\nada,Ada again\n", ["line 4", "student ada is on line 2 already"]),
+        ("student,Student,name\nada,ada,Ada\n", ["line 1 names student more than once"]),
+    ],
+)
+def test_the_roster_is_strict_about_the_id_column(tmp_path, text, said):
+    with pytest.raises(lms.RosterError) as error:
+        lms.read_roster(roster_file(tmp_path, text))
+    for part in ["roster.csv", *said]:
+        assert part in str(error.value)
+
+
+def test_canvas_reads_the_header_the_points_row_and_the_lessons(tmp_path, roster):
+    path = tmp_path / "canvas.csv"
+    lms.canvas_csv(path, roster, graded(), {"03_attention": 90103})
+    header, points, people = canvas_reads(path)
+    assert header == [
+        "Student",
+        "ID",
+        "SIS User ID",
+        "SIS Login ID",
+        "Section",
+        "01_embedding",
+        "03_attention (90103)",
+    ]
+    assert points == ["    Points Possible", "", "", "", "", "6", "10"]
+    assert set(people) == {"1001", "1002", "1003"}  # gus handed nothing in, fay is not in the roster
+    assert people["1001"] == {
+        "Student": NAMES["ada"],
+        "ID": "1001",
+        "SIS User ID": "S-1001",
+        "SIS Login ID": "ada.cetin",
+        "Section": "A",
+        "01_embedding": "6",
+        "03_attention (90103)": "8",
+    }
+    assert people["1002"]["Student"] == NAMES["ben"] and people["1002"]["01_embedding"] == "5.4"  # a day late
+    assert people["1002"]["03_attention (90103)"] == ""  # nothing handed in: Canvas changes nothing
+    assert people["1003"]["Student"] == NAMES["cho"] and people["1003"]["01_embedding"] == "3.5"
+
+
+def test_names_are_quoted_in_utf8_without_a_bom(tmp_path, roster):
+    path = tmp_path / "canvas.csv"
+    lms.canvas_csv(path, roster, graded(), {})
+    data = path.read_bytes()
+    assert not data.startswith(b"\xef\xbb\xbf")
+    assert b'"Okafor, Benjamin ""Ben"""' in data and "陈楚 (Chen Chu)".encode() in data
+
+
+def test_nobody_is_dropped_silently(tmp_path, roster):
+    problems = lms.canvas_csv(tmp_path / "canvas.csv", roster, graded(), {})
+    found = {(p.student, p.lesson): p.what for p in problems}
+    assert (
+        "not in the roster roster.csv" in found["fay", "03_attention"]
+        and "7 points" in found["fay", "03_attention"]
+    )
+    assert "in the roster roster.csv but no graded submission" in found["gus", "-"]
+    assert "its cell is left empty" in found["ben", "03_attention"]
+    assert set(found) == {("fay", "03_attention"), ("gus", "-"), ("ben", "03_attention")}
+
+
+def test_moodle_reads_the_matching_column_and_the_grade_columns(tmp_path, roster):
+    path = tmp_path / "moodle.csv"
+    problems = lms.moodle_csv(path, roster, graded(), "email")
+    with path.open(newline="", encoding="utf-8") as handle:
+        header, *rows = list(csv.reader(handle))
+    assert header == ["ID number", "Email address", "Full name", "01_embedding", "03_attention"]
+    by_email = {row[1]: dict(zip(header, row, strict=True)) for row in rows}
+    assert set(by_email) == {"Ada.Cetin@uni.example", "ben@uni.example"}  # as written: Moodle matches case
+    assert by_email["ben@uni.example"]["01_embedding"] == "5.4"
+    assert by_email["Ada.Cetin@uni.example"]["Full name"] == NAMES["ada"]
+    assert ("cho", "-") in {(p.student, p.lesson) for p in problems if "gives no email" in p.what}
+    lms.moodle_csv(path, roster, graded(), "id_number")
+    with path.open(newline="", encoding="utf-8") as handle:
+        assert {row[0] for row in list(csv.reader(handle))[1:]} == {"0001", "0002", "0003"}
+    with pytest.raises(ValueError, match="expected one of email, id_number"):
+        lms.moodle_csv(path, roster, graded(), "username")
+
+
+def test_the_canvas_ids_come_from_course_toml(tmp_path):
+    (tmp_path / "course.toml").write_text("[canvas]\n01_embedding = 90101\n")
+    assert lms.canvas_ids(tmp_path) == {"01_embedding": 90101}
+    (tmp_path / "course.toml").write_text('[canvas]\n01_embedding = "https://canvas/x"\n')
+    with pytest.raises(late.CourseFileError, match=r"\[canvas\] 01_embedding = 'https://canvas/x'"):
+        lms.canvas_ids(tmp_path)
+
+
+def test_the_sample_course_end_to_end(tmp_path):
+    """The demo's files: timestamps as nbgrader's exchange leaves them, the roster, course.toml,
+    the extension; scores as the gradebook gives them (all full marks, to see the penalties)."""
+    workspace = tmp_path / "workspace"
+    shutil.copytree(SAMPLE_COURSE / "timestamps", workspace / "submitted")
+    for name in ("course.toml", "extensions.csv"):
+        shutil.copy(SAMPLE_COURSE / name, workspace / name)
+    scores = {
+        (folder.parent.name, folder.name): (10.0, 10.0) for folder in (workspace / "submitted").glob("*/*")
+    }
+    assert len(scores) == 37  # ada, ben, cho: 11 lessons each; dev 1, eve 2, fay 1
+    problems = lms.export(workspace, scores, SAMPLE_COURSE / "roster.csv", tmp_path / "canvas.csv", "canvas")
+    header, points, people = canvas_reads(tmp_path / "canvas.csv")
+    assert (
+        header[5:7] == ["01_embedding (90101)", "02_positional_encoding"] and "03_attention (90103)" in header
+    )
+    assert set(points[5:]) == {"10"}
+    ben = people["1002"]
+    assert ben["Student"] == 'Okafor, Benjamin "Ben"'
+    assert ben["01_embedding (90101)"] == "10"  # three hours early
+    assert ben["02_positional_encoding"] == "9"  # one second late
+    assert ben["03_attention (90103)"] == "9"  # 24 h late to the second: one day
+    assert ben["04_masking"] == "8"  # 24 h 31 min, across the night the clocks go back: two days
+    assert people["1003"]["03_attention (90103)"] == "10"  # late, within cho's extension
+    assert people["1005"]["01_embedding (90101)"] == "10"  # at the due date to the second
+    assert people["1005"]["03_attention (90103)"] == "5"  # 15 days: the cap
+    assert people["1001"]["Student"] == "Çetin, Ada" and people["1005"]["Student"] == "Ева Смирнова"
+    found = {(p.student, p.lesson): p.what for p in problems}
+    assert (
+        "not a time in nbgrader's format" in found["dev", "03_attention"]
+    )  # reported, graded by folder time
+    assert "not in the roster" in found["fay", "03_attention"]
+    assert "no graded submission" in found["gus", "-"]
+    moodle = lms.export(
+        workspace, scores, SAMPLE_COURSE / "roster.csv", tmp_path / "moodle.csv", "moodle-email"
+    )
+    assert {p.student for p in moodle} >= {"dev", "fay", "gus"}
+    with pytest.raises(ValueError, match="expected canvas, moodle-email or moodle-id_number"):
+        lms.export(workspace, scores, SAMPLE_COURSE / "roster.csv", tmp_path / "x.csv", "blackboard")
