@@ -233,3 +233,13 @@ def test_a_notebook_from_the_wheel_grades_like_the_sample_in_the_checkout(learne
     ran = learner.run("-c", script, str(learner.home / "ben.py"), str(out))
     assert ran.returncode == 0, ran.stderr[-4000:]
     assert _results(nbformat.read(out, as_version=4)) == in_checkout
+
+
+def test_the_workflow_runs_the_same_route_on_macos_windows_and_linux():
+    import yaml
+
+    job = yaml.safe_load((ROOT / ".github" / "workflows" / "learner.yml").read_text())["jobs"]["route"]
+    systems = job["strategy"]["matrix"]["os"]
+    assert {system.split("-")[0] for system in systems} == {"ubuntu", "macos", "windows"}
+    commands = "\n".join(step.get("run", "") for step in job["steps"])
+    assert "learner_route.py" in commands and "pip wheel" in commands and "python -m venv" in commands
