@@ -12,7 +12,9 @@ and says which one it was (``Handed.source``):
   in the course's time zone);
 * ``"timestamp.txt"``: a folder collected by nbgrader's exchange holds ``timestamp.txt`` next to
   the notebooks, in nbgrader's format (``2024-01-15 10:30:00.123456 UTC``), read as nbgrader
-  reads it (``nbgrader.utils.parse_utc``: a zone name or offset after the time, none meaning UTC);
+  reads it (``nbgrader.utils.parse_utc``: a zone name or offset after the time, none meaning UTC).
+  It is as trustworthy as the exchange it came from: ``nbgrader submit`` writes it with the
+  learner's own permissions;
 * ``"folder time"``: the last resort, the newest modification time of the folder's notebooks.
 
 The intake ``record``s the moment next to the submission in ``submitted/<student>/<lesson>/``:
