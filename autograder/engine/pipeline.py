@@ -192,10 +192,11 @@ class Pipeline:
         """Take in ``folder/<student>/<lesson>/*.ipynb``; corrupt notebooks are reported and left out."""
         for notebook in sorted(folder.glob("*/*/*.ipynb")):
             lesson, student = notebook.parent.name, notebook.parent.parent.name
-            self._take(student, lesson, notebook)
+            self.take(student, lesson, notebook)
 
-    def collect_zip(self, archive: Path, lesson: str) -> None:
-        """Take in an LMS download for one lesson (file names as in LMS_NAMES)."""
+    def collect_zip(self, archive: Path, lesson: str, only: str | None = None) -> None:
+        """Take in an LMS download for one lesson (file names as in LMS_NAMES); with ``only``, just
+        that student's notebooks."""
         taken: dict[tuple[str, str], str] = {}
         with zipfile.ZipFile(archive) as bundle:
             for member in bundle.infolist():
@@ -206,6 +207,8 @@ class Pipeline:
                         self.problems.append(Problem("?", lesson, f"{name}: no student id in the name"))
                     continue
                 student, notebook = match["student"], match["notebook"]
+                if only is not None and student != only:
+                    continue
                 if not self._acceptable(student, lesson, name, member.file_size):
                     continue
                 if (student, notebook) in taken:
@@ -215,7 +218,7 @@ class Pipeline:
                 target = self.workspace / "unzipped" / student / lesson / notebook
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(bundle.read(member))
-                self._take(student, lesson, target)
+                self.take(student, lesson, target)
 
     def _acceptable(self, student: str, lesson: str, name: str, size: int) -> bool:
         """A student id that is a plain name, and a notebook of a sane size; else a problem."""
@@ -230,7 +233,8 @@ class Pipeline:
             return False
         return True
 
-    def _take(self, student: str, lesson: str, notebook: Path) -> None:
+    def take(self, student: str, lesson: str, notebook: Path) -> None:
+        """Take in one notebook of ``student`` for ``lesson``, or say in the problems why not."""
         if lesson not in lessons.LESSON_NAMES:
             self.problems.append(Problem(student, lesson, f"{notebook.name}: unknown lesson {lesson!r}"))
             return
@@ -286,13 +290,16 @@ class Pipeline:
         with self.gradebook() as gb:
             return {assignment.name for assignment in gb.assignments}
 
-    def autograde(self, jobs: int = 1, scheduler: str | None = None) -> list[Graded]:
-        """Grade every submission taken in; one that fails costs only itself.
+    def autograde(
+        self, jobs: int = 1, scheduler: str | None = None, pairs: list[tuple[str, str]] | None = None
+    ) -> list[Graded]:
+        """Grade every submission taken in (or only the (lesson, student) ``pairs``); one that
+        fails costs only itself.
 
         ``jobs`` worker processes grade at once on this machine (autograder/engine/parallel.py); with
         ``scheduler`` (a Dask scheduler's address), the workers of that cluster grade instead.
         """
-        pairs = self._gradable(self.submissions())
+        pairs = self._gradable(self.submissions() if pairs is None else pairs)
         with self.gradebook() as gb:  # made here, once, not by workers racing to create them
             for student in sorted({student for _, student in pairs}):
                 gb.update_or_create_student(student)

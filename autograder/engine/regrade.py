@@ -1,0 +1,144 @@
+"""Regrade one student, or one student's lesson, and nobody else; record what changed.
+
+An instructor regrades after a student resubmits, after an appeal, or after a check was
+fixed. ``regrade`` takes the student's notebooks in again from the source given (a folder laid
+out ``<student>/<lesson>/*.ipynb``, or an LMS zip), or keeps what is in ``submitted/`` when no
+source is given; grades only those submissions (nbgrader's autograde for one student and
+lesson touches no other's row in the gradebook); and appends one line per lesson to
+``<workspace>/regrades.csv``: when, the score before and after, the test cells whose points
+changed, and where the notebooks came from. What is replaced is never lost: the former
+submission is moved to ``<workspace>/replaced/<student>/<lesson>/<time>/``.
+"""
+
+import contextlib
+import csv
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from autograder.engine import verdicts
+from autograder.engine.pipeline import Pipeline
+from autograder.engine.submission import Graded
+
+LOG = "regrades.csv"
+COLUMNS = ["regraded_at", "student", "lesson", "before", "after", "cells_changed", "source"]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One lesson regraded: its score before (None when it had none) and after, and each test
+    cell whose points changed (grade id -> (before, after))."""
+
+    student: str
+    lesson: str
+    before: float | None
+    after: float
+    max_score: float
+    cells: dict[str, tuple[float | None, float]]
+    source: str
+
+
+def _points_before(workspace: Path, lesson: str, student: str) -> tuple[float | None, dict[str, float]]:
+    """The submission's score and points per test cell as last graded (None, {} if never)."""
+    file = verdicts.path(workspace, lesson, student)
+    if not file.is_file():
+        return None, {}
+    before = verdicts.read(file)
+    return before.score, {grade_id: cell.points for grade_id, cell in before.cells.items()}
+
+
+@contextlib.contextmanager
+def _replacing(pipeline: Pipeline, student: str, lesson: str) -> Iterator[None]:
+    """Move the student's current submission of ``lesson`` to replaced/ while the block takes the
+    new one in; if nothing new was accepted (a corrupt notebook, say: the problems say why), the
+    former submission is put back."""
+    current = pipeline.submitted / student / lesson
+    kept = pipeline.workspace / "replaced" / student / lesson / datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    if current.is_dir():
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(current, kept)
+    try:
+        yield
+    finally:
+        if kept.is_dir() and not current.is_dir():
+            shutil.move(kept, current)
+
+
+def _retake(
+    pipeline: Pipeline, student: str, lesson: str | None, folder: Path | None, archive: Path | None
+) -> list[str]:
+    """Take the student's notebooks in again from ``folder`` or ``archive``; the lessons they hold."""
+    if archive is not None:
+        if lesson is None:
+            raise ValueError("a zip holds one lesson: regrade from --zip needs --lesson")
+        with _replacing(pipeline, student, lesson):
+            pipeline.collect_zip(archive, lesson, only=student)
+        return [lesson]
+    wanted = [p for p in sorted((folder / student).glob("*/*.ipynb")) if lesson in (None, p.parent.name)]
+    if not wanted:
+        raise ValueError(f"no notebooks of {student!r} in {folder / student}/{lesson or '<lesson>'}/")
+    lessons = sorted({p.parent.name for p in wanted})
+    for name in lessons:
+        with _replacing(pipeline, student, name):
+            for notebook in wanted:
+                if notebook.parent.name == name:
+                    pipeline.take(student, name, notebook)
+    return lessons
+
+
+def regrade(
+    pipeline: Pipeline,
+    student: str,
+    lesson: str | None = None,
+    folder: Path | None = None,
+    archive: Path | None = None,
+) -> list[Change]:
+    """Regrade ``student`` (only ``lesson``, when given), taking the notebooks in again from
+    ``folder`` or ``archive`` when one is given; returns and records what changed."""
+    if folder is not None or archive is not None:
+        lessons = _retake(pipeline, student, lesson, folder, archive)
+        source = str(folder or archive)
+    else:
+        lessons = [lesson] if lesson else sorted(p.name for p in (pipeline.submitted / student).glob("*"))
+        source = "submitted/ as it was"
+    present = [name for name in lessons if (pipeline.submitted / student / name).is_dir()]
+    if not present:
+        raise ValueError(f"nothing of {student!r} to regrade" + (f" in {lesson}" if lesson else ""))
+    before = {name: _points_before(pipeline.workspace, name, student) for name in present}
+    graded = pipeline.autograde(pairs=[(name, student) for name in present])
+    changes = [_change(outcome, *before[outcome.lesson], source) for outcome in graded]
+    _record(pipeline.workspace / LOG, changes)
+    return changes
+
+
+def _change(
+    graded: Graded, score_before: float | None, points_before: dict[str, float], source: str
+) -> Change:
+    after, most = graded.score
+    cells = {
+        grade_id: (points_before.get(grade_id), points)
+        for grade_id, (points, _) in graded.scores.items()
+        if points_before.get(grade_id) != points
+    }
+    return Change(graded.student, graded.lesson, score_before, after, most, cells, source)
+
+
+def _record(log: Path, changes: list[Change]) -> None:
+    """Append the changes to the regrade log (its header written once)."""
+    new = not log.is_file()
+    with log.open("a", newline="") as handle:
+        writer = csv.writer(handle)
+        if new:
+            writer.writerow(COLUMNS)
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        for change in changes:
+            cells = "; ".join(
+                f"{cell}: {old if old is not None else '-'} -> {new_points:g}"
+                for cell, (old, new_points) in change.cells.items()
+            )
+            before = "-" if change.before is None else f"{change.before:g}"
+            writer.writerow(
+                [now, change.student, change.lesson, before, f"{change.after:g}", cells, change.source]
+            )

@@ -1,0 +1,89 @@
+"""Regrading one student changes that student's grades only, records what changed, and loses nothing."""
+
+import csv
+import shutil
+from pathlib import Path
+
+import pytest
+
+from autograder.engine import verdicts
+from autograder.engine.pipeline import Pipeline
+from autograder.engine.regrade import regrade
+
+SAMPLES = Path(__file__).resolve().parent.parent / "autograder" / "sample_submissions"
+LESSON = "03_attention"
+NOTEBOOK = "attention.ipynb"
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> tuple[Pipeline, Path]:
+    """ada (right) and ben (a catalogued mistake) graded on lesson 03."""
+    root = tmp_path_factory.mktemp("regrade")
+    inbox = root / "inbox"
+    for student in ("ada", "ben"):
+        shutil.copytree(SAMPLES / student / LESSON, inbox / student / LESSON)
+    pipeline = Pipeline(root / "workspace", log=lambda line: None)
+    pipeline.release([LESSON])
+    pipeline.collect_folder(inbox)
+    pipeline.autograde()
+    return pipeline, root
+
+
+def _gradebook(pipeline: Pipeline, student: str) -> tuple[float, str]:
+    with pipeline.gradebook() as gb:
+        submission = gb.find_submission(LESSON, student)
+        return submission.score, submission.id
+
+
+def test_a_resubmission_regrades_its_student_only_and_records_the_change(graded):
+    pipeline, root = graded
+    ada_before = _gradebook(pipeline, "ada")
+    ada_verdict = verdicts.path(pipeline.workspace, LESSON, "ada").read_bytes()
+    ben_original = (pipeline.submitted / "ben" / LESSON / NOTEBOOK).read_bytes()
+    assert _gradebook(pipeline, "ben")[0] < ada_before[0]  # ben's mistake costs points
+
+    fixed = root / "resubmitted"
+    (fixed / "ben" / LESSON).mkdir(parents=True)
+    shutil.copy(SAMPLES / "ada" / LESSON / NOTEBOOK, fixed / "ben" / LESSON / NOTEBOOK)
+    changes = regrade(pipeline, "ben", LESSON, folder=fixed)
+
+    assert [(c.student, c.lesson, c.after) for c in changes] == [("ben", LESSON, ada_before[0])]
+    assert changes[0].before is not None and changes[0].before < changes[0].after
+    assert changes[0].cells and all(new > (old or 0) for old, new in changes[0].cells.values())
+    assert _gradebook(pipeline, "ben")[0] == ada_before[0]
+    # nobody else's grade moved: the same gradebook row, the same verdict file, byte for byte
+    assert _gradebook(pipeline, "ada") == ada_before
+    assert verdicts.path(pipeline.workspace, LESSON, "ada").read_bytes() == ada_verdict
+    # the former submission is kept, and the log says what changed
+    kept = list((pipeline.workspace / "replaced" / "ben" / LESSON).glob(f"*/{NOTEBOOK}"))
+    assert [path.read_bytes() for path in kept] == [ben_original]
+    with (pipeline.workspace / "regrades.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert rows[-1]["student"] == "ben" and rows[-1]["after"] == f"{ada_before[0]:g}"
+    assert all(cell in rows[-1]["cells_changed"] for cell in changes[0].cells)
+
+
+def test_a_corrupt_resubmission_leaves_the_former_submission_in_place(graded):
+    pipeline, root = graded
+    before = (pipeline.submitted / "ben" / LESSON / NOTEBOOK).read_bytes()
+    broken = root / "broken"
+    (broken / "ben" / LESSON).mkdir(parents=True)
+    (broken / "ben" / LESSON / NOTEBOOK).write_text("{ not a notebook")
+    regrade(pipeline, "ben", LESSON, folder=broken)
+    assert (pipeline.submitted / "ben" / LESSON / NOTEBOOK).read_bytes() == before
+    assert any("not a valid notebook" in p.what for p in pipeline.problems if p.student == "ben")
+
+
+def test_a_regrade_without_a_source_regrades_what_was_taken_in(graded):
+    pipeline, _ = graded
+    score = _gradebook(pipeline, "ada")[0]
+    changes = regrade(pipeline, "ada", LESSON)
+    assert [(c.before, c.after, c.cells) for c in changes] == [(score, score, {})]
+
+
+def test_a_student_with_nothing_to_regrade_is_told_so(graded):
+    pipeline, root = graded
+    with pytest.raises(ValueError, match="no notebooks of 'zed'"):
+        regrade(pipeline, "zed", LESSON, folder=root / "inbox")
+    with pytest.raises(ValueError, match="nothing of 'zed' to regrade"):
+        regrade(pipeline, "zed")
