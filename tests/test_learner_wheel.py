@@ -19,6 +19,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import yaml
 from nbclient import NotebookClient
 
 from autograder import capstone, lessons
@@ -236,8 +237,6 @@ def test_a_notebook_from_the_wheel_grades_like_the_sample_in_the_checkout(learne
 
 
 def test_the_workflow_runs_the_same_route_on_macos_windows_and_linux():
-    import yaml
-
     job = yaml.safe_load((ROOT / ".github" / "workflows" / "learner.yml").read_text())["jobs"]["route"]
     systems = job["strategy"]["matrix"]["os"]
     assert {system.split("-")[0] for system in systems} == {"ubuntu", "macos", "windows"}
