@@ -199,7 +199,7 @@ body { font-family: system-ui, sans-serif; margin: 1.5rem; color: #1d1d1f; }
 table.pairs { border-collapse: collapse; margin: 0.5rem 0 1rem; }
 table.pairs td, table.pairs th { border: 1px solid #ccc; padding: 0.2rem 0.6rem; text-align: left; }
 tr.flagged td { background: #fff1e0; }
-.side { display: grid; grid-template-columns: 1fr 1fr; gap: 0.8rem; }
+.side { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 0.8rem; }
 .side h4 { margin: 0.3rem 0; }
 pre { background: #f6f6f6; padding: 0.6rem; overflow-x: auto; font-size: 0.8rem; white-space: pre; }
 mark { background: #ffd27a; }
