@@ -56,11 +56,11 @@ def _png(figure: Figure) -> str:
 def mistakes_figure(found: LessonInsights) -> str:
     """A horizontal bar per catalogued mistake: the learners who hit it, the most frequent on top."""
     counts = found.mistake_counts()
-    figure = Figure(figsize=(8, 0.9 + 0.32 * len(counts)))
+    figure = Figure(figsize=(8, 0.8 + 0.3 * len(counts)))
     axes = figure.subplots()
     labels = [f"{exercise}: {mistake}" for exercise, mistake, _ in counts]
     positions = range(len(counts))
-    axes.barh(positions, [count for *_, count in counts], color=BAR_COLOUR)
+    axes.barh(positions, [count for *_, count in counts], height=0.6, color=BAR_COLOUR)
     axes.set_yticks(positions, labels, parse_math=False)  # a "$" in a name is no formula
     axes.invert_yaxis()
     axes.set_xlim(0, max(found.graded, 1))
@@ -71,18 +71,19 @@ def mistakes_figure(found: LessonInsights) -> str:
 
 
 def scores_figure(found: LessonInsights) -> str:
-    """A histogram of the learners' points in the lesson: one bar per point, or 20 bars."""
+    """A histogram of the learners' points in the lesson: a bar per whole point (a score between
+    two goes to the nearer), or 20 bars from 0 to the lesson's points when it has more than 30."""
     most = found.max_score
-    step = 1.0 if most <= 30 else most / 20
-    edges = [i * step for i in range(int(most / step) + 1)]
-    if edges[-1] < most:
-        edges.append(most)
-    edges.append(edges[-1] + step)  # the last bar holds the full marks
-    figure = Figure(figsize=(7, 2.8))
+    if most <= 30:
+        edges = [point - 0.5 for point in range(int(most) + 2)]
+    else:
+        edges = [most * i / 20 for i in range(21)]
+    figure = Figure(figsize=(6, 2.2))
     axes = figure.subplots()
     axes.hist([score for score, _ in found.scores.values()], bins=edges, color=HIST_COLOUR, edgecolor="white")
     axes.set_xlabel(f"points (of {most:g})")
     axes.set_ylabel("learners")
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes.spines[["top", "right"]].set_visible(False)
     return _png(figure)
@@ -186,14 +187,16 @@ def _overview(lessons: list[LessonInsights]) -> str:
         mean = f"{statistics.mean(scores):.1f} of {found.max_score:g}" if scores else ""
         top = found.mistake_counts()[:1]
         common = f"{_e(top[0][1])} ({top[0][2]})" if top else ""
+        fitted = len({student for students in found.visible_only.values() for student in students})
         rows.append(
             f'<tr><td><a href="#{_e(found.lesson)}">{_e(found.lesson)}</a></td>'
             f'<td class="number">{found.graded}</td><td class="number">{len(found.failed)}</td>'
-            f'<td class="number">{mean}</td><td>{common}</td></tr>'
+            f'<td class="number">{mean}</td><td>{common}</td><td class="number">{fitted}</td></tr>'
         )
     return (
         "<table><tr><th>lesson</th><th>graded</th><th>failed gradings</th><th>mean points</th>"
-        f"<th>most common mistake (learners)</th></tr>{''.join(rows)}</table>"
+        "<th>most common mistake (learners)</th><th>visible checks only</th></tr>"
+        f"{''.join(rows)}</table>"
     )
 
 
