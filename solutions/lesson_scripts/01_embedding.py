@@ -19,6 +19,16 @@
 # **You will write:** the module `Embedding(vocab_size, d_model)`.
 
 # %%
+import importlib.util
+import subprocess
+import sys
+
+if importlib.util.find_spec("autograder") is None:  # a fresh Colab runtime: no course here yet
+    release = "transformer-course @ git+https://github.com/transformer-course/transformer-course@v0.1.0"
+    print(f"The course's checks and reference parts are missing here: installing {release}")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", release], check=True)
+    importlib.invalidate_caches()
+
 import math
 
 import matplotlib.pyplot as plt
@@ -27,12 +37,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from autograder.checks import embedding as checks
-from autograder.checks.device import DEVICE
+from autograder.checks.device import describe_devices
 from autograder.timing import median_seconds
 from solutions.validation import check_token_ids
 
 torch.manual_seed(0)
-print("device:", DEVICE.type)
+print(describe_devices())
 
 # %% [markdown]
 # ## A lookup table

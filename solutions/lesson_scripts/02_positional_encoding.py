@@ -17,6 +17,16 @@
 # `PositionalEncoding(d_model, max_len=5000, dropout=0.0)`.
 
 # %%
+import importlib.util
+import subprocess
+import sys
+
+if importlib.util.find_spec("autograder") is None:  # a fresh Colab runtime: no course here yet
+    release = "transformer-course @ git+https://github.com/transformer-course/transformer-course@v0.1.0"
+    print(f"The course's checks and reference parts are missing here: installing {release}")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", release], check=True)
+    importlib.invalidate_caches()
+
 import math
 
 import matplotlib.pyplot as plt
@@ -24,13 +34,13 @@ import torch
 from torch import nn
 
 from autograder.checks import positional_encoding as checks
-from autograder.checks.device import DEVICE
+from autograder.checks.device import describe_devices
 from autograder.timing import median_seconds
 from solutions.attention import scaled_dot_product_attention
 from solutions.embedding import Embedding
 
 torch.manual_seed(0)
-print("device:", DEVICE.type)
+print(describe_devices())
 
 # %% [markdown]
 # ## Why positions are needed at all

@@ -13,6 +13,16 @@
 # **You will write:** `scaled_dot_product_attention(q, k, v, mask=None)`.
 
 # %%
+import importlib.util
+import subprocess
+import sys
+
+if importlib.util.find_spec("autograder") is None:  # a fresh Colab runtime: no course here yet
+    release = "transformer-course @ git+https://github.com/transformer-course/transformer-course@v0.1.0"
+    print(f"The course's checks and reference parts are missing here: installing {release}")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", release], check=True)
+    importlib.invalidate_caches()
+
 import math
 
 import matplotlib.pyplot as plt
@@ -20,12 +30,12 @@ import torch
 import torch.nn.functional as F
 
 from autograder.checks import attention as checks
-from autograder.checks.device import DEVICE
+from autograder.checks.device import describe_devices
 from autograder.timing import median_seconds
 from solutions.validation import check_attention_inputs
 
 torch.manual_seed(0)
-print("device:", DEVICE.type)
+print(describe_devices())
 
 # %% [markdown]
 # ## Queries, keys and values

@@ -19,18 +19,28 @@
 # `decoder_mask(tokens, pad_id)`.
 
 # %%
+import importlib.util
+import subprocess
+import sys
+
+if importlib.util.find_spec("autograder") is None:  # a fresh Colab runtime: no course here yet
+    release = "transformer-course @ git+https://github.com/transformer-course/transformer-course@v0.1.0"
+    print(f"The course's checks and reference parts are missing here: installing {release}")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", release], check=True)
+    importlib.invalidate_caches()
+
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 
 from autograder.checks import masking as checks
-from autograder.checks.device import DEVICE
+from autograder.checks.device import describe_devices
 from autograder.timing import median_seconds
 from solutions.attention import scaled_dot_product_attention
 
 torch.manual_seed(0)
-print("device:", DEVICE.type)
+print(describe_devices())
 
 # %% [markdown]
 # ## What a mask does

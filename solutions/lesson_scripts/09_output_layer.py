@@ -21,6 +21,16 @@
 # `greedy_decode(model, src, src_mask, max_len, start_symbol, end_symbol=None)`.
 
 # %%
+import importlib.util
+import subprocess
+import sys
+
+if importlib.util.find_spec("autograder") is None:  # a fresh Colab runtime: no course here yet
+    release = "transformer-course @ git+https://github.com/transformer-course/transformer-course@v0.1.0"
+    print(f"The course's checks and reference parts are missing here: installing {release}")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", release], check=True)
+    importlib.invalidate_caches()
+
 import copy
 import time
 
@@ -30,7 +40,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from autograder.checks import output_layer as checks
-from autograder.checks.device import DEVICE
+from autograder.checks.device import describe_devices
 from autograder.timing import median_seconds
 from solutions.embedding import Embedding
 from solutions.encoder_decoder import Decoder, Encoder
@@ -38,7 +48,7 @@ from solutions.masking import causal_mask, padding_mask
 from solutions.positional_encoding import PositionalEncoding
 
 torch.manual_seed(0)
-print("device:", DEVICE.type)
+print(describe_devices())
 
 # %% [markdown]
 # ## From a vector to a word: projection, softmax, log-softmax

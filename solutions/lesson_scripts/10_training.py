@@ -32,6 +32,16 @@
 # lesson 10's grade depends only on lesson 10.)
 
 # %%
+import importlib.util
+import subprocess
+import sys
+
+if importlib.util.find_spec("autograder") is None:  # a fresh Colab runtime: no course here yet
+    release = "transformer-course @ git+https://github.com/transformer-course/transformer-course@v0.1.0"
+    print(f"The course's checks and reference parts are missing here: installing {release}")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", release], check=True)
+    importlib.invalidate_caches()
+
 import math
 import time
 
@@ -43,14 +53,14 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from autograder.capstone import own_parts
 from autograder.checks import train_step as step_checks  # train_step's and train_loop's checks
 from autograder.checks import training as checks
-from autograder.checks.device import DEVICE
+from autograder.checks.device import LESSON_DEVICE, describe_devices
 from autograder.timing import median_seconds
 from solutions.capstone import END, PAD, START, TASKS, VOCAB, Config, History, held_out_set, training_pairs
 from solutions.masking import decoder_mask, padding_mask
 from solutions.output_layer import Transformer
 
 torch.manual_seed(0)
-print("device:", DEVICE.type)
+print(describe_devices())
 
 # %% [markdown]
 # ## The task and its data
@@ -505,7 +515,7 @@ Transformer, greedy_decode = own.Transformer, own.greedy_decode
 Encoder, Decoder = own.Encoder, own.Decoder
 
 # %% experiment output-varies
-held = {name: t.to(DEVICE) for name, t in make_batch(held_sources, held_targets, PAD, START, END).items()}
+held = {n: t.to(LESSON_DEVICE) for n, t in make_batch(held_sources, held_targets, PAD, START, END).items()}
 
 
 def new_model(setup: Config, norm_first: bool = False) -> nn.Module:
@@ -519,7 +529,7 @@ def new_model(setup: Config, norm_first: bool = False) -> nn.Module:
         encoder.load_state_dict(model.encoder.state_dict())  # the same names and shapes (lesson 08)
         decoder.load_state_dict(model.decoder.state_dict())
         model.encoder, model.decoder = encoder, decoder
-    return model.to(DEVICE)
+    return model.to(LESSON_DEVICE)
 
 
 model = new_model(setup)
@@ -533,7 +543,7 @@ print(f"held-out exact match {history.accuracy[done]:.1%} after {done} steps "
 # %% experiment output-varies
 probe = new_model(setup)  # a fresh copy: timing train_step trains it
 probe_optimizer = torch.optim.Adam(probe.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=True)
-probe_batch = {name: t.to(DEVICE) for name, t in make_batch(
+probe_batch = {name: t.to(LESSON_DEVICE) for name, t in make_batch(
     *training_pairs("reverse", setup.batch_size, setup.lengths, torch.Generator().manual_seed(1), set()),
     PAD, START, END).items()}  # fmt: skip
 step_seconds = median_seconds(
@@ -856,7 +866,8 @@ fig.tight_layout();
 
 # %% experiment output-varies
 longer_sources, longer_targets = held_out_set("reverse", 1000, (13, 16), seed=20_000)
-longer = {n: t.to(DEVICE) for n, t in make_batch(longer_sources, longer_targets, PAD, START, END).items()}
+longer = make_batch(longer_sources, longer_targets, PAD, START, END)
+longer = {n: t.to(LESSON_DEVICE) for n, t in longer.items()}
 
 
 def compare_positions(positions: str) -> None:
@@ -864,7 +875,7 @@ def compare_positions(positions: str) -> None:
     run = Config(max_steps=600, every=100)
     model_p = new_model(run)
     if positions == "learned":
-        model_p.positional = LearnedPositions(run.d_model, 64).to(DEVICE)
+        model_p.positional = LearnedPositions(run.d_model, 64).to(LESSON_DEVICE)
     result = train(model_p, run, held, report=None)
     print(f"{positions:>10} positions: lengths 4-12 {max(result.accuracy.values()):6.1%} "
           f"after {max(result.accuracy)} steps; lengths 13-16 {evaluate(model_p, longer):6.1%}")  # fmt: skip
