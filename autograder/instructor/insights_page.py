@@ -117,10 +117,10 @@ def _summary(found: LessonInsights) -> str:
     text = "; ".join(parts) + "."
     if found.failed:
         failed = "".join(f"<li>{_e(student)}: {_e(why)}</li>" for student, why in found.failed.items())
-        text += (
-            f" <strong>{len(found.failed)} grading(s) failed</strong> and are in no other count:"
-            f"<ul>{failed}</ul>"
-        )
+        listed = f"<ul>{failed}</ul>"
+        if len(found.failed) > 8:
+            listed = f"<details><summary>who, and why</summary>{listed}</details>"
+        text += f" <strong>{len(found.failed)} grading(s) failed</strong> and are in no other count:{listed}"
     return f"<p>{text}</p>"
 
 
@@ -159,18 +159,18 @@ def _visible_only(found: LessonInsights) -> str:
     head = "<h3>Visible checks passed, hidden tests failed</h3>"
     if not found.visible_only:
         return head + "<p>Nobody: every answer that passed the visible checks passed the hidden tests.</p>"
-    items = "".join(
-        f"<li><code>{_e(exercise)}</code>: "
-        + ", ".join(
-            f"{_e(student)} ({', '.join(f'<code>{_e(cell)}</code>' for cell in cells)})"
-            for student, cells in sorted(students.items())
+    rows = []
+    for exercise, students in sorted(found.visible_only.items()):
+        cells = "<br>".join(f"<code>{_e(cell)}</code>" for cell in sorted(set().union(*students.values())))
+        rows.append(
+            f"<tr><td><code>{_e(exercise)}</code></td><td>{cells}</td>"
+            f'<td class="number">{len(students)}</td><td>{_names(sorted(students))}</td></tr>'
         )
-        + "</li>"
-        for exercise, students in sorted(found.visible_only.items())
-    )
     return (
-        head + "<p class='quiet'>Answers that fit the visible checks' inputs only (sizes, values): "
-        f"worth a look, and a hint for the lesson's text.</p><ul>{items}</ul>"
+        head + "<p class='quiet'>Answers that fit the visible checks' inputs only (their sizes, their "
+        "values): worth a look, and perhaps a hint for the lesson's text.</p>"
+        "<table><tr><th>exercise</th><th>test cells</th><th>learners</th><th>who</th></tr>"
+        f"{''.join(rows)}</table>"
     )
 
 
