@@ -8,24 +8,47 @@ A typical week, from the repository root (the workspace defaults to ./workspace,
     python -m autograder autograde                      # every submission taken in, one per core at once
     python -m autograder feedback                       # HTML per student and lesson
     python -m autograder export                         # grades.csv, with totals
+    python -m autograder export --canvas roster.csv     # Canvas's import (or --moodle), late work applied
     python -m autograder report                         # what could not be graded, and why
+    python -m autograder insights                       # which mistakes the class made, cell by cell
+    python -m autograder similarity                     # pairs of alike solutions, for a person to look at
+    python -m autograder regrade ben --folder inbox/    # one student again; nobody else's grades move
 
     python -m autograder demo                           # all of it on the bundled samples
+
+A learner's command (it needs only the learner's package, no grading engine):
+
+    python -m autograder lessons DIR                    # every lesson's notebook into DIR
 """
+
+import sys
+
+if __name__ == "__main__" and sys.argv[1:2] == ["lessons"]:
+    # the learner's command, before anything imports the grading engine: the learner's
+    # package holds no engine (and no nbgrader)
+    from autograder.learner import main as learner_main
+
+    sys.exit(learner_main(sys.argv[1:]))
 
 import argparse
 import dataclasses
 import os
 import shutil
-import sys
 import time
 from pathlib import Path
 
 from autograder import lessons
 from autograder.engine.kernels.sandbox import Limits
 from autograder.engine.pipeline import Pipeline, SandboxUnavailable
+from autograder.engine.regrade import regrade
+from autograder.instructor import late
+from autograder.instructor.insights import TABLE, insights
+from autograder.instructor.similarity import THRESHOLD, similarity
 
 SAMPLES = Path(__file__).resolve().parent / "sample_submissions"
+# the demo's course: roster, due dates and penalty, an extension, and hand-in times that make
+# its late work the same whatever day it runs (autograder/instructor/late.py, lms.py)
+SAMPLE_COURSE = Path(__file__).resolve().parent / "sample_course"
 DEMO_MARK = ".course-demo"
 # the command line's option for each of the sandbox's limits (Limits' fields), and what it sets
 LIMIT_HELP = {
@@ -67,22 +90,46 @@ def demo(
         workspace, release=workspace / "release", sandbox=sandbox, run_everything=run_everything, warm=warm
     )
     names = sorted({p.name for p in SAMPLES.glob("*/*") if p.is_dir()}, key=lessons.LESSON_NAMES.index)
-    print(f"Demo workspace: {workspace}\nSample submissions: {SAMPLES}\n")
+    print(f"Demo workspace: {workspace}\nSample submissions: {SAMPLES}\nSample course: {SAMPLE_COURSE}\n")
+    for name in (late.COURSE_FILE, late.EXTENSIONS_FILE):
+        shutil.copy(SAMPLE_COURSE / name, workspace / name)
+    inbox = workspace / "inbox"  # the samples, with the hand-in times an LMS would have recorded
+    shutil.copytree(SAMPLES, inbox)
+    shutil.copytree(SAMPLE_COURSE / "timestamps", inbox, dirs_exist_ok=True)
     pipeline.release(names)
-    pipeline.collect_folder(SAMPLES)
+    pipeline.collect_folder(inbox)
     pipeline.autograde(jobs)
     print("feedback ...")
     feedback = pipeline.feedback()
     grades = pipeline.export(workspace / "grades.csv")
+    roster = SAMPLE_COURSE / "roster.csv"
+    canvas = pipeline.export_lms("canvas", roster, workspace / "canvas.csv")
+    moodle = pipeline.export_lms("moodle-email", roster, workspace / "moodle.csv")
+    print("regrade ben's 03_attention, as submitted ...")
+    changes = regrade(pipeline, "ben", "03_attention")
+    page = insights(workspace)
+    alike = similarity(workspace)
     pipeline.save_problems()
     graded = len(pipeline.scores())
     elapsed = time.perf_counter() - start
     print(f"\nScores (student x lesson):\n{pipeline.table()}\n")
     _print_problems(pipeline)
     print(f"\nFeedback: {len(feedback)} HTML files under {workspace / 'feedback'}")
-    print(f"Grades:   {grades}")
+    print(f"Grades:   {grades}\n          {canvas} (Canvas), {moodle} (Moodle), late penalties applied")
+    print(f"Regrade:  {_changed(changes)} (log: {workspace / 'regrades.csv'})")
+    print(f"Insights: {page}")
+    print(f"Similarity: {alike.summary()}")
     print(f"Graded {graded} notebooks in {elapsed:.0f} s ({elapsed / max(graded, 1):.1f} s per notebook).")
     return 0
+
+
+def _changed(changes: list) -> str:
+    """'ben / 03_attention: 1 -> 1 of 6', one per regraded lesson."""
+    return "; ".join(
+        f"{c.student} / {c.lesson}: {'-' if c.before is None else f'{c.before:g}'} -> {c.after:g} "
+        f"of {c.max_score:g}"
+        for c in changes
+    )
 
 
 def _at_least_one(text: str) -> int:
@@ -104,7 +151,10 @@ def _add_jobs(step: argparse.ArgumentParser) -> None:
 def _parser() -> argparse.ArgumentParser:
     """The command line: the workspace, the gradebook, the sandbox's limits, then one step."""
     parser = argparse.ArgumentParser(
-        prog="python -m autograder", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m autograder",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,  # `collect --folder` is not an abbreviation of --folder-mib
     )
     parser.add_argument("--workspace", type=Path, default=Path("workspace"), help="grading workspace")
     parser.add_argument(
@@ -163,9 +213,60 @@ def _parser() -> argparse.ArgumentParser:
         "they must see this repository and the workspace at the same paths, and share the gradebook (--db)",
     )
     steps.add_parser("feedback", help="write HTML feedback per student and lesson")
-    export = steps.add_parser("export", help="write grades.csv (a row per student and lesson, and totals)")
-    export.add_argument("--out", type=Path, help="default: <workspace>/grades.csv")
+    export = steps.add_parser(
+        "export",
+        help="write grades.csv (a row per student and lesson, and totals), or an LMS's grade import",
+    )
+    export.add_argument("--out", type=Path, help="default: <workspace>/grades.csv, canvas.csv or moodle.csv")
+    lms_format = export.add_mutually_exclusive_group()
+    lms_format.add_argument(
+        "--canvas",
+        type=Path,
+        metavar="ROSTER",
+        help="Canvas's gradebook import for this roster, late penalties applied",
+    )
+    lms_format.add_argument(
+        "--moodle",
+        type=Path,
+        metavar="ROSTER",
+        help="Moodle's CSV grade import for this roster, late penalties applied",
+    )
+    export.add_argument(
+        "--match",
+        choices=["email", "id_number"],
+        default="email",
+        help="the roster column Moodle matches users by",
+    )
     steps.add_parser("report", help="list the submissions that could not be graded as handed in, and why")
+    insights_step = steps.add_parser(
+        "insights",
+        help="write <workspace>/insights/index.html and insights.csv: pass rates, the named mistakes the "
+        "class made, answers that pass only the visible checks, scores",
+    )
+    insights_step.add_argument("--out", type=Path, help="a folder (default: <workspace>/insights/)")
+    similar = steps.add_parser(
+        "similarity",
+        help="compare learners' solutions pairwise per lesson; write <workspace>/similarity/index.html and "
+        "similarity.csv (flags pairs for a person to look at; changes no grade)",
+    )
+    similar.add_argument("--lesson", action="append", dest="lessons", help="default: every released lesson")
+    similar.add_argument(
+        "--threshold",
+        type=float,
+        default=THRESHOLD,
+        help="flag from this share of matched code (default: %(default)s)",
+    )
+    again = steps.add_parser(
+        "regrade",
+        help="take one student's notebooks in again (or keep them as submitted) and grade only those; "
+        "log what changed in <workspace>/regrades.csv",
+    )
+    again.add_argument("student")
+    again.add_argument("--lesson", help="only this lesson (default: every lesson of the student)")
+    again.add_argument(
+        "--folder", type=Path, help="take the notebooks from <folder>/<student>/<lesson>/*.ipynb"
+    )
+    again.add_argument("--zip", type=Path, help="take the notebooks from an LMS download (needs --lesson)")
     demo_parser = steps.add_parser("demo", help="run everything on the bundled sample submissions")
     demo_parser.add_argument("--into", type=Path, default=Path("workspace/demo"), help="scratch workspace")
     _add_jobs(demo_parser)
@@ -193,9 +294,16 @@ def _step(pipeline: Pipeline, args: argparse.Namespace) -> None:
         pipeline.autograde(args.jobs, args.scheduler)
     elif args.step == "feedback":
         print("\n".join(str(path) for path in pipeline.feedback()))
+    elif args.step == "export" and (args.canvas or args.moodle):
+        kind, roster = ("canvas", args.canvas) if args.canvas else (f"moodle-{args.match}", args.moodle)
+        print(pipeline.export_lms(kind, roster, args.out or args.workspace / f"{kind.split('-')[0]}.csv"))
+        _print_problems(pipeline)
     elif args.step == "export":
         print(pipeline.export(args.out or args.workspace / "grades.csv"))
         print(pipeline.table())
+    elif args.step == "regrade":
+        print(_changed(regrade(pipeline, args.student, args.lesson, args.folder, args.zip)))
+        _print_problems(pipeline)
     pipeline.save_problems()
     if args.step == "report":
         print((args.workspace / "problems.csv").read_text())
@@ -203,13 +311,29 @@ def _step(pipeline: Pipeline, args: argparse.Namespace) -> None:
         _print_problems(pipeline)
 
 
+def _report(args: argparse.Namespace) -> None:
+    """A step that reads the graded workspace only (no gradebook, no sandbox), and what it wrote."""
+    if args.step == "insights":
+        page = insights(args.workspace, args.out)
+        print(f"{page}\n{page.with_name(TABLE)}")
+    else:
+        print(similarity(args.workspace, args.lessons, args.threshold).summary())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.step == "collect" and (bool(args.folder) == bool(args.zip) or (args.zip and not args.lesson)):
         parser.error("collect takes either --folder DIR, or --zip FILE with --lesson NAME")
+    if args.step == "regrade" and ((args.folder and args.zip) or (args.zip and not args.lesson)):
+        parser.error(
+            "regrade takes at most one of --folder DIR and --zip FILE, and --zip needs --lesson NAME"
+        )
     warm = not args.cold_kernels
     try:
+        if args.step in ("insights", "similarity"):
+            _report(args)
+            return 0
         if args.step == "demo":
             return demo(args.into, _sandbox(args), args.run_everything, args.jobs, warm)
         pipeline = Pipeline(
@@ -219,10 +343,11 @@ def main(argv: list[str] | None = None) -> int:
             db_url=args.db,
             warm=warm,
         )
-    except SandboxUnavailable as error:
+        _step(pipeline, args)
+    # the course's files, a roster, nothing to regrade, no verdicts yet
+    except (SandboxUnavailable, ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    _step(pipeline, args)
     return 0
 
 

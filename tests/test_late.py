@@ -81,6 +81,15 @@ def test_the_statement_says_when_how_late_and_what_it_cost():
     )
 
 
+def test_lateness_known_only_from_the_files_time_is_stated_and_never_deducted():
+    at = datetime(2026, 12, 5, 10, 30, tzinfo=BERLIN)
+    witnessed = late.assess(POLICY, "ada", "01_embedding", handed(at, "timestamp.txt"), 6)
+    unproven = late.assess(POLICY, "ada", "01_embedding", handed(at, "folder time"), 6)
+    assert (witnessed.days, witnessed.score) == (1, 5.4)  # a witness of the hand-in costs points
+    assert (unproven.days, unproven.percent, unproven.score) == (1, 0.0, 6)  # the files' time does not
+    assert "no points are deducted" in unproven.statement and "instructor will check" in unproven.statement
+
+
 def test_a_submission_at_the_due_date_is_on_time_and_says_so():
     at_due = handed(DUE.astimezone(UTC), "timestamp.txt")
     outcome = late.assess(POLICY, "ada", "01_embedding", at_due, 6)

@@ -38,7 +38,7 @@ import subprocess
 import sys
 import threading
 from dataclasses import dataclass, field
-from html import unescape
+from html import escape, unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -403,3 +403,20 @@ def offline_feedback() -> Config:
     c = Config()
     c.GenerateFeedback.exporter_class = OfflineFeedbackExporter
     return c
+
+
+NOTICE_ID = "late-work"
+# nbgrader's heading "<notebook> (Score: x / y)", then the notice of an earlier run, if one added it
+_HEADING = re.compile(r'</h4>(?:\n<p id="late-work"[^>]*>[^<]*</p>)?', re.IGNORECASE)
+
+
+def with_notice(html: str, text: str) -> str:
+    """``html`` with ``text``, escaped, under the page's score heading (before anything of the
+    learner's); a notice of ours already there is replaced."""
+    notice = f'</h4>\n<p id="{NOTICE_ID}" style="color: #a04000; font-weight: bold">{escape(text)}</p>'
+    return _HEADING.sub(lambda _: notice, html, count=1)
+
+
+def add_notice(page: Path, text: str) -> None:
+    """Rewrite the feedback page ``page`` with ``text`` as its notice (``with_notice``)."""
+    page.write_text(with_notice(page.read_text(encoding="utf-8"), text), encoding="utf-8")

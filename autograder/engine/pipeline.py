@@ -26,11 +26,12 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.apps import NbGraderAPI
 
 from autograder import lessons
-from autograder.engine import parallel, submission, verdicts
+from autograder.engine import feedback_page, intake_time, parallel, submission, verdicts
 from autograder.engine.kernels.sandbox import Limits
 from autograder.engine.kernels.sandbox import problem as sandbox_problem
 from autograder.engine.nbgrader_config import CELL_TIMEOUT_S
 from autograder.engine.submission import Graded, Problem, Setup
+from autograder.instructor import late, lms
 
 # How an LMS download names each file, tried in order: Blackboard's
 # <assignment>_<student>_attempt_<timestamp>_<notebook>.ipynb (the example in nbgrader's
@@ -198,6 +199,7 @@ class Pipeline:
         """Take in an LMS download for one lesson (file names as in LMS_NAMES); with ``only``, just
         that student's notebooks."""
         taken: dict[tuple[str, str], str] = {}
+        zone = late.load(self.workspace).zone
         with zipfile.ZipFile(archive) as bundle:
             for member in bundle.infolist():
                 name = member.filename
@@ -218,7 +220,7 @@ class Pipeline:
                 target = self.workspace / "unzipped" / student / lesson / notebook
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(bundle.read(member))
-                self.take(student, lesson, target)
+                self.take(student, lesson, target, intake_time.from_zip(member, match, zone))
 
     def _acceptable(self, student: str, lesson: str, name: str, size: int) -> bool:
         """A student id that is a plain name, and a notebook of a sane size; else a problem."""
@@ -233,8 +235,11 @@ class Pipeline:
             return False
         return True
 
-    def take(self, student: str, lesson: str, notebook: Path) -> None:
-        """Take in one notebook of ``student`` for ``lesson``, or say in the problems why not."""
+    def take(
+        self, student: str, lesson: str, notebook: Path, handed: intake_time.Handed | None = None
+    ) -> None:
+        """Take in one notebook of ``student`` for ``lesson``, or say in the problems why not; the
+        moment it was handed in (``handed``; None: what its folder says) is recorded beside it."""
         if lesson not in lessons.LESSON_NAMES:
             self.problems.append(Problem(student, lesson, f"{notebook.name}: unknown lesson {lesson!r}"))
             return
@@ -252,6 +257,11 @@ class Pipeline:
         target = self.submitted / student / lesson / notebook.name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(notebook, target, follow_symlinks=False)
+        if handed is None:
+            handed, reason = intake_time.from_folder(notebook.parent, late.load(self.workspace).zone)
+            if reason is not None:
+                self.problems.append(Problem(student, lesson, reason))
+        intake_time.record(target.parent, handed)
 
     def save_problems(self) -> Path:
         """problems.csv in the workspace: what could not be graded as handed in, and why."""
@@ -345,9 +355,22 @@ class Pipeline:
         return submission.grade(self.setup, lesson, student)
 
     def feedback(self) -> list[Path]:
-        """HTML feedback for every graded submission; returns the files written."""
+        """HTML feedback for every graded submission, with its late-work statement
+        (autograder/instructor/late.py); returns the files written."""
+        policy = late.load(self.workspace)
+        scores = self.scores()
+        handed, problems = late.handed_times(self.submitted, list(scores), policy.zone)
+        self.problems += problems
         for lesson, student in self.submissions():
             self._check(self.api.generate_feedback(lesson, student, force=True), "feedback")
+            if (student, lesson) not in scores:
+                continue
+            said = late.statement(
+                policy, student, lesson, handed[student, lesson], scores[student, lesson][0]
+            )
+            if said:
+                for page in (self.workspace / "feedback" / student / lesson).glob("*.html"):
+                    feedback_page.add_notice(page, said)
         return sorted((self.workspace / "feedback").glob("*/*/*.html"))
 
     def scores(self) -> dict[tuple[str, str], tuple[float, float]]:
@@ -376,6 +399,12 @@ class Pipeline:
                 writer.writerow(
                     [student, "TOTAL", f"{sum(s for s, _ in mine):g}", f"{sum(m for _, m in mine):g}"]
                 )
+        return path
+
+    def export_lms(self, kind: str, roster: Path, path: Path) -> Path:
+        """Canvas's or Moodle's grade import (autograder/instructor/lms.py), late penalties applied;
+        the roster report and unreadable hand-in times go into the problems."""
+        self.problems += lms.export(self.workspace, self.scores(), roster, path, kind)
         return path
 
     def table(self) -> str:

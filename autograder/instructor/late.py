@@ -30,6 +30,8 @@ How lateness counts (stated here because students will ask):
   clocks change is 23 or 25 hours long on the wall and still 24 hours here;
 * the penalty is ``per_day`` percent of the points the submission earned, per day late, at
   most ``cap`` percent: 6 points handed in 1 day late with ``per_day = 10`` are 5.4;
+* lateness known only from the files' own time (no LMS or nbgrader time was recorded) is
+  stated and reported, never deducted: that time may be when the work was collected;
 * a due date written without an offset is read in the course's time zone; one that falls in
   the hour the clocks skip is refused, one that falls in the hour that happens twice is its
   first occurrence.
@@ -53,6 +55,12 @@ from autograder.engine.intake_time import Handed
 from autograder.engine.submission import Problem
 
 COURSE_FILE = "course.toml"
+# A file's modification time may be when the work was collected or copied, not when it was handed
+# in: lateness known only from it is stated, never deducted (no honest student is penalised on it).
+UNPROVEN = (
+    "that time may be when your work was collected, so no points are deducted; your instructor will "
+    "check when it was handed in."
+)
 EXTENSIONS_FILE = "extensions.csv"
 TABLES = {"timezone", "due", "penalty", "canvas"}
 # A due date written as text: a date and a time, then perhaps seconds and an offset.
@@ -298,6 +306,8 @@ def assess(policy: Policy, student: str, lesson: str, handed: Handed | None, sco
         return Late(0, 0.0, score, f"{handed_text}, on time for {due_text}.")
     after = _duration((handed.at.astimezone(UTC) - due.astimezone(UTC)).total_seconds())
     counted = f"{handed_text}, {after} after {due_text}, counted as {days} day{'s' * (days != 1)} late"
+    if handed.source == "folder time":  # a copy's time, often when the work was collected: no proof
+        return Late(days, 0.0, score, f"{counted} by the file's time alone; {UNPROVEN}")
     percent = penalty(days, policy)
     if percent == 0:
         return Late(days, 0.0, score, f"{counted}; no points are deducted for late work in this course.")

@@ -151,7 +151,7 @@ def apply_late(scores: Scores, handed: Times, policy: late.Policy) -> dict[tuple
 def roster_report(roster: Roster, graded: dict[tuple[str, str], Exported]) -> list[Problem]:
     """Graded students missing from the roster (a problem per submission: its score is left out
     of the export), and roster entries with no graded submission in a lesson that is exported
-    (one problem when they have none at all)."""
+    (one problem per student, naming the lessons)."""
     known = {person.student for person in roster.people}
     exported = _lessons(graded)
     problems = [
@@ -169,9 +169,13 @@ def roster_report(roster: Roster, graded: dict[tuple[str, str], Exported]) -> li
         if missing and len(missing) == len(exported):
             what = f"in the roster {roster.name} but no graded submission: left out of the export"
             problems.append(Problem(person.student, "-", what))
-        else:
-            what = f"in the roster {roster.name} but no graded submission: its cell is left empty"
-            problems += [Problem(person.student, lesson, what) for lesson in missing]
+        elif missing:  # one line per student, not one per lesson: a class's report stays readable
+            numbers = ", ".join(lesson.split("_", 1)[0] for lesson in missing)
+            what = (
+                f"in the roster {roster.name} but no graded submission of {len(missing)} of {len(exported)} "
+                f"lessons ({numbers}): their cells are left empty"
+            )
+            problems.append(Problem(person.student, "-", what))
     return problems
 
 
@@ -257,6 +261,11 @@ def export(workspace: Path, scores: Scores, roster_file: Path, out: Path, lms: s
     roster = read_roster(roster_file)
     handed, problems = late.handed_times(workspace / "submitted", list(scores), policy.zone)
     graded = apply_late(scores, handed, policy)
+    problems += [
+        Problem(*key, "late by the files' own time only, not deducted: check when it was handed in")
+        for key, exported in sorted(graded.items())
+        if exported.late.days and handed[key] is not None and handed[key].source == "folder time"
+    ]
     if lms == "canvas":
         return problems + canvas_csv(out, roster, graded, canvas_ids(workspace))
     return problems + moodle_csv(out, roster, graded, lms.removeprefix("moodle-"))
