@@ -21,11 +21,14 @@ A learner's command (it needs only the learner's package, no grading engine):
     python -m autograder lessons DIR                    # every lesson's notebook into DIR
 """
 
+import importlib.util
 import sys
 
-if __name__ == "__main__" and sys.argv[1:2] == ["lessons"]:
-    # the learner's command, before anything imports the grading engine: the learner's
-    # package holds no engine (and no nbgrader)
+if __name__ == "__main__" and (
+    sys.argv[1:2] == ["lessons"] or not importlib.util.find_spec("autograder.engine")
+):
+    # the learner's command, before anything imports the grading engine: the learner's package
+    # holds no engine (and no nbgrader), and there every command is the learner's
     from autograder.learner import main as learner_main
 
     sys.exit(learner_main(sys.argv[1:]))

@@ -33,7 +33,11 @@ def put_lessons(folder: Path) -> tuple[list[Path], list[Path]]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m autograder", description="The course's lessons.")
+    parser = argparse.ArgumentParser(
+        prog="python -m autograder",
+        description="The course's lessons. (Grading a class needs the course's repository: this package "
+        "holds what a learner's notebooks use.)",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     put = commands.add_parser(
         "lessons",

@@ -65,3 +65,12 @@ def test_the_readme_table_has_one_colab_link_per_lesson_in_order():
     table = release_info.colab_table()
     linked = re.findall(r"^\| `(\w+)` \| \[!\[Open in Colab\]\([^)]+\)\]\(([^)]+)\) \|$", table, re.MULTILINE)
     assert linked == [(lesson, release_info.colab_url(lesson)) for lesson in lessons.LESSON_NAMES]
+
+
+def test_the_readme_shows_every_lessons_colab_link_and_the_pinned_install():
+    readme = (REPOSITORY_ROOT / "README.md").read_text()
+    assert release_info.colab_table() in readme
+    assert (
+        f'pip install "transformer-course[lab] @ git+https://github.com/{release_info.REPOSITORY}@{release_info.TAG}"'
+        in readme
+    )
