@@ -1,0 +1,393 @@
+"""Lesson 12's C++ modules: compile a learner's LibTorch source and use it from Python.
+
+A learner writes one ``torch::nn::Module`` in C++ (``struct EmbeddingImpl : torch::nn::Module``).
+``compile_module`` adds what the learner does not write (the pybind11 binding, with the contract's
+constructor and forward arguments), compiles it with ``torch.utils.cpp_extension.load_inline``, and
+returns a Python class: ``CppModule`` subclasses that are real ``nn.Module``s. Their submodules are
+Python ``nn.Linear`` and ``nn.Embedding`` objects holding the very tensors the C++ module holds, so
+``state_dict``, ``load_state_dict``, ``.to(dtype)`` and the earlier lessons' checks work unchanged,
+and whatever Python does to a parameter the C++ code sees.
+
+Compiled modules are cached by a hash of everything that goes into the build (the source, the
+binding, torch's version, the flags): the same source compiles once per cache folder, and one
+process imports each build once. The cache folder is ``COURSE_CPP_CACHE`` when set, else a
+``transformer-course`` folder beside torch's own extensions.
+
+nbgrader replaces a solution with the Python lines ``# YOUR CODE HERE`` and
+``raise NotImplementedError()``; inside a learner's C++ they are read as a C++ comment and as a
+``TORCH_CHECK_NOT_IMPLEMENTED``, so that an unwritten body compiles and raises Python's
+``NotImplementedError`` when it runs, as the Python lessons' stubs do.
+"""
+
+import hashlib
+import os
+import re
+import shutil
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+from torch import nn
+
+CACHE_VARIABLE = "COURSE_CPP_CACHE"
+EXTRA_CFLAGS: tuple[str, ...] = ()  # torch's defaults (no optimisation flag): the work is in ATen
+
+STUB_COMMENT = "# YOUR CODE HERE"
+STUB_RAISE = "raise NotImplementedError()"
+CPP_STUB_COMMENT = "// YOUR CODE HERE"
+CPP_STUB_RAISE = 'TORCH_CHECK_NOT_IMPLEMENTED(false, "not implemented yet");'
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One argument of a bound constructor or forward: its C++ type, its name, and its default as
+    C++ (``"0.0"``; ``"py::none()"`` for an optional tensor) or None when it has none."""
+
+    cpp_type: str
+    name: str
+    default: str | None = None
+
+    def declaration(self) -> str:
+        return f"{self.cpp_type} {self.name}"
+
+    def py_arg(self) -> str:
+        default = "" if self.default is None else f" = {self.default}"
+        return f'py::arg("{self.name}"){default}'
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What the course binds of a learner's module ``<name>Impl``: its constructor's and forward's
+    arguments (the contract's names), and C++ members Python may read (``attn``)."""
+
+    name: str
+    init: tuple[Argument, ...]
+    forward: tuple[Argument, ...]
+    readable: tuple[str, ...] = ()
+
+    def source(self) -> str:
+        """The pybind11 code: a class ``<name>`` over ``std::shared_ptr<<name>Impl>``."""
+        impl = f"{self.name}Impl"
+        init_types = ", ".join(arg.cpp_type for arg in self.init)
+        init_args = "".join(f", {arg.py_arg()}" for arg in self.init)
+        forward_params = ", ".join(arg.declaration() for arg in self.forward)
+        forward_names = ", ".join(arg.name for arg in self.forward)
+        forward_args = "".join(f", {arg.py_arg()}" for arg in self.forward)
+        lines = [
+            f'  py::class_<{impl}, torch::nn::Module, std::shared_ptr<{impl}>>(m, "{self.name}")',
+            f"      .def(py::init<{init_types}>(){init_args})",
+            f'      .def("forward", []({impl}& self, {forward_params}) {{'
+            f" return self.forward({forward_names}); }}{forward_args})",
+        ]
+        lines += [
+            f'      .def_property_readonly("{member}", []({impl}& self) {{ return self.{member}; }})'
+            for member in self.readable
+        ]
+        return "\n".join(lines) + ";"
+
+
+TENSOR = "torch::Tensor"
+OPTIONAL_TENSOR = "std::optional<torch::Tensor>"
+BINDINGS = {
+    "Embedding": Binding(
+        "Embedding",
+        (Argument("int64_t", "vocab_size"), Argument("int64_t", "d_model")),
+        (Argument(TENSOR, "tokens"),),
+    ),
+    "PositionwiseFeedForward": Binding(
+        "PositionwiseFeedForward",
+        (Argument("int64_t", "d_model"), Argument("int64_t", "d_ff"), Argument("double", "dropout", "0.0")),
+        (Argument(TENSOR, "x"),),
+    ),
+    "MultiHeadAttention": Binding(
+        "MultiHeadAttention",
+        (
+            Argument("int64_t", "d_model"),
+            Argument("int64_t", "n_heads"),
+            Argument("double", "dropout", "0.0"),
+        ),
+        (
+            Argument(TENSOR, "query"),
+            Argument(TENSOR, "key"),
+            Argument(TENSOR, "value"),
+            Argument(OPTIONAL_TENSOR, "mask", "py::none()"),
+        ),
+        readable=("attn",),
+    ),
+}
+
+
+class CompilerMissing(RuntimeError):
+    """No C++ toolchain here: the message says what to install."""
+
+
+class CompileError(RuntimeError):
+    """The learner's C++ did not compile: the message gives the first error and its line."""
+
+
+# --------------------------------------------------------------------------- the source
+
+
+def translate_stubs(source: str) -> str:
+    """nbgrader's Python stub lines, inside C++, as a C++ comment and a NotImplementedError."""
+    lines = []
+    for line in source.split("\n"):
+        indent, text = line[: len(line) - len(line.lstrip())], line.strip()
+        if text == STUB_COMMENT:
+            line = indent + CPP_STUB_COMMENT
+        elif text == STUB_RAISE:
+            line = indent + CPP_STUB_RAISE
+        lines.append(line)
+    return "\n".join(lines)
+
+
+SOURCE_FILE = "your_cell.cpp"  # the name the compiler's messages give the learner's code
+
+
+def translation_unit(sources: dict[str, str]) -> str:
+    """One C++ file: each learner's source (``#line`` keeps its own line numbers), then the bindings.
+
+    ``sources`` maps a binding's name (``"Embedding"``) to the C++ that defines ``<name>Impl``.
+    """
+    parts = ["#include <torch/extension.h>", "#include <cmath>", "#include <limits>", "#include <optional>"]
+    for name, source in sources.items():
+        parts.append(f'#line 1 "{name}/{SOURCE_FILE}"')
+        parts.append(translate_stubs(source))
+    parts.append('#line 1 "course_bindings.cpp"')
+    parts.append("PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {")
+    parts += [BINDINGS[name].source() for name in sources]
+    parts.append("}")
+    return "\n".join(parts) + "\n"
+
+
+def build_key(unit: str) -> str:
+    """A hash of everything the build depends on: the file, torch's version, the flags, g++'s path."""
+    digest = hashlib.sha256()
+    for part in (unit, torch.__version__, " ".join(EXTRA_CFLAGS), shutil.which("c++") or ""):
+        digest.update(part.encode())
+        digest.update(b"\0")
+    return digest.hexdigest()[:20]
+
+
+def cache_root() -> Path:
+    """Where builds go: ``COURSE_CPP_CACHE``, else beside torch's own JIT extensions."""
+    configured = os.environ.get(CACHE_VARIABLE)
+    if configured:
+        return Path(configured)
+    from torch.utils.cpp_extension import get_default_build_root
+
+    return Path(get_default_build_root()) / "transformer-course"
+
+
+# --------------------------------------------------------------------------- the compiler
+
+
+def missing_tools() -> list[str]:
+    """What a build needs and this machine lacks: a C++ compiler, ninja, Python's headers."""
+    missing = []
+    if shutil.which(os.environ.get("CXX", "c++")) is None:
+        missing.append("a C++ compiler (g++)")
+    if shutil.which("ninja") is None:
+        missing.append("ninja")
+    if not (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file():
+        missing.append("Python's C headers (Python.h)")
+    return missing
+
+
+def explain_missing(missing: list[str]) -> str:
+    return (
+        f"Lesson 12 compiles C++, and this machine has no {', no '.join(missing)}. On Debian or Ubuntu: "
+        "sudo apt-get install g++ ninja-build python3-dev; on macOS: xcode-select --install and "
+        "pip install ninja; with conda: conda install -c conda-forge cxx-compiler ninja. "
+        "Then restart the kernel and run the notebook again."
+    )
+
+
+FIRST_ERROR = re.compile(
+    r"^(?P<file>[^\s:]+):(?P<line>\d+):(?P<column>\d+): (?:fatal )?error: (?P<text>.*)$", re.M
+)
+
+
+def first_error(log: str, sources: dict[str, str]) -> str:
+    """The compiler's first error as one message: which cell, which line, the line itself."""
+    found = FIRST_ERROR.search(log)
+    if found is None:
+        tail = "\n".join(log.strip().splitlines()[-15:])
+        return f"the C++ did not compile, and the compiler's output names no line:\n{tail}"
+    where, number = found["file"], int(found["line"])
+    name = where.removesuffix(f"/{SOURCE_FILE}")
+    if name in sources:
+        lines = sources[name].split("\n")
+        code = lines[number - 1].strip() if 0 < number <= len(lines) else ""
+        return (
+            f"{name}: your C++ does not compile. The first error is at line {number} of the C++ source "
+            f'(the line of r""" is line 1), column {found["column"]}:\n    {code}\n'
+            f"error: {found['text']}"
+        )
+    return f"the course's binding code for {name} does not compile against your C++: {found['text']}"
+
+
+_LOADED: dict[str, ModuleType] = {}
+
+
+def compile_sources(sources: dict[str, str], verbose: bool = False) -> ModuleType:
+    """The extension module built from ``sources`` (binding name -> C++), compiled at most once per
+    cache folder and imported at most once per process."""
+    unit = translation_unit(sources)
+    key = build_key(unit)
+    if key in _LOADED:
+        return _LOADED[key]
+    missing = missing_tools()
+    if missing:
+        raise CompilerMissing(explain_missing(missing))
+    from torch.utils.cpp_extension import load_inline
+
+    name = f"course_{key}"
+    folder = cache_root() / name
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        module = load_inline(
+            name=name,
+            cpp_sources=[unit],
+            build_directory=str(folder),
+            extra_cflags=list(EXTRA_CFLAGS),
+            no_implicit_headers=True,
+            verbose=verbose,
+        )
+    except RuntimeError as error:
+        if "Error building extension" not in str(error):
+            raise
+        raise CompileError(first_error(str(error), sources)) from None
+    _LOADED[key] = module
+    return module
+
+
+# --------------------------------------------------------------------------- the Python side
+
+
+def _cpp_kind(cpp_module: Any) -> str:
+    """'torch::nn::LinearImpl' for a C++ nn::Linear: the name the C++ module gives itself."""
+    return str(cpp_module)
+
+
+def _shell(cpp_module: Any) -> nn.Module:
+    """A Python module whose parameters are ``cpp_module``'s own tensors (the same objects)."""
+    kind, parameters = _cpp_kind(cpp_module), dict(cpp_module._parameters.items())
+    if kind == "torch::nn::LinearImpl":
+        weight = parameters["weight"]
+        shell = nn.Linear(weight.shape[1], weight.shape[0], bias="bias" in parameters, device="meta")
+    elif kind == "torch::nn::EmbeddingImpl":
+        shell = nn.Embedding(*parameters["weight"].shape, device="meta")
+    else:
+        return CppModule(cpp_module)
+    _share(shell, cpp_module)
+    return shell
+
+
+def _share(module: nn.Module, cpp_module: Any) -> None:
+    """Put the C++ module's own tensors and children into ``module`` (no copy: the same tensors)."""
+    module._parameters.clear()
+    module._parameters.update(cpp_module._parameters.items())
+    module._buffers.clear()
+    module._buffers.update(cpp_module._buffers.items())
+    for name, child in cpp_module._modules.items():
+        module._modules[name] = _shell(child)
+
+
+class CppModule(nn.Module):
+    """A C++ ``torch::nn::Module`` seen from Python as an ``nn.Module``.
+
+    Its parameters and buffers are the C++ module's tensors, and each C++ submodule appears under
+    its registered name, as ``nn.Linear`` or ``nn.Embedding`` when it is one, so that weights load
+    by name and conversions (``.double()``, ``.to(device)``) change the tensors C++ computes with.
+    ``forward`` runs the C++ forward; other public C++ members bound for Python (``attn``) read
+    through.
+    """
+
+    def __init__(self, cpp_module: Any):
+        super().__init__()
+        object.__setattr__(self, "cpp", cpp_module)
+        _share(self, cpp_module)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self.cpp.forward(*args, **kwargs)
+
+    def train(self, mode: bool = True) -> "CppModule":
+        self.cpp.train(mode)
+        return super().train(mode)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            if name.startswith("_") or name == "cpp":
+                raise
+            return getattr(self.__dict__["cpp"], name)
+
+    def extra_repr(self) -> str:
+        return f"C++ {_cpp_kind(self.cpp)}"
+
+
+def python_class(extension: ModuleType, name: str) -> type[CppModule]:
+    """A Python class ``name`` whose instances are ``CppModule``s over ``extension.<name>``."""
+    cpp_class = getattr(extension, name)
+    binding = BINDINGS[name]
+
+    def construct(self: CppModule, *args: Any, **kwargs: Any) -> None:
+        CppModule.__init__(self, cpp_class(*args, **kwargs))
+
+    construct.__signature__ = _signature(binding.init)  # type: ignore[attr-defined]
+    return type(name, (CppModule,), {"__init__": construct, "__doc__": f"The C++ {name}, compiled."})
+
+
+def _signature(arguments: tuple[Argument, ...]):
+    import inspect
+
+    defaults = {"0.0": 0.0, "py::none()": None}
+    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    for argument in arguments:
+        default = inspect.Parameter.empty if argument.default is None else defaults[argument.default]
+        parameters.append(
+            inspect.Parameter(argument.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
+        )
+    return inspect.Signature(parameters)
+
+
+def compile_module(name: str, source: str, verbose: bool = False) -> type[CppModule]:
+    """The learner's C++ ``<name>Impl`` compiled, as a Python class ``name`` (a ``CppModule``).
+
+    ``name`` is one of ``BINDINGS`` ("Embedding", "PositionwiseFeedForward", "MultiHeadAttention").
+    """
+    if name not in BINDINGS:
+        raise ValueError(f"no binding for {name!r}; lesson 12 binds {sorted(BINDINGS)}")
+    return python_class(compile_sources({name: source}, verbose), name)
+
+
+def compile_modules(sources: dict[str, str], verbose: bool = False) -> dict[str, type[CppModule]]:
+    """Several modules in one build (one compile): binding name -> Python class."""
+    extension = compile_sources(sources, verbose)
+    return {name: python_class(extension, name) for name in sources}
+
+
+@dataclass(frozen=True)
+class CppSource:
+    """A C++ exercise as the reference package holds it: the binding's name and the C++ text.
+
+    Nothing compiles when it is created (importing the reference stays cheap); ``cell`` writes the
+    notebook's exercise cell, which compiles when it runs, and ``compile`` compiles it here.
+    """
+
+    name: str
+    source: str
+
+    def cell(self, python_name: str) -> str:
+        """The exercise cell: ``<python_name> = compile_module("<name>", r\"\"\"<C++>\"\"\")``."""
+        if '"""' in self.source or "\\" in self.source:
+            raise ValueError(f"{python_name}: the C++ text must not hold triple quotes or backslashes")
+        return f'{python_name} = compile_module("{self.name}", r"""{self.source}""")'
+
+    def compile(self, verbose: bool = False) -> type[CppModule]:
+        return compile_module(self.name, self.source, verbose)
