@@ -62,7 +62,8 @@ def test_children_are_python_modules_over_the_cpp_tensors(cpp):
     assert module.w_q.weight is cpp_weight  # the same tensor, not a copy
     module.double()
     assert dict(module.cpp.named_parameters())["w_q.weight"].dtype == F64
-    with torch.no_grad():
+    with torch.no_grad():  # written from Python, read by the C++ forward
+        module.w_o.weight.zero_()
         module.w_o.bias.fill_(3.0)
     x = torch.zeros(1, 2, 8, dtype=F64)
     torch.testing.assert_close(module(x, x, x), torch.full((1, 2, 8), 3.0, dtype=F64))
