@@ -68,16 +68,18 @@ class Binding:
     forward: tuple[Argument, ...]
     readable: tuple[str, ...] = ()
 
-    def source(self) -> str:
-        """The pybind11 code: a class ``<name>`` over ``std::shared_ptr<<name>Impl>``."""
-        impl = f"{self.name}Impl"
+    def source(self, namespace: str = "", python_name: str | None = None) -> str:
+        """The pybind11 code: a class ``python_name`` (default: the binding's name) over
+        ``std::shared_ptr<<namespace><name>Impl>``."""
+        impl = f"{namespace}{self.name}Impl"
         init_types = ", ".join(arg.cpp_type for arg in self.init)
         init_args = "".join(f", {arg.py_arg()}" for arg in self.init)
         forward_params = ", ".join(arg.declaration() for arg in self.forward)
         forward_names = ", ".join(arg.name for arg in self.forward)
         forward_args = "".join(f", {arg.py_arg()}" for arg in self.forward)
         lines = [
-            f'  py::class_<{impl}, torch::nn::Module, std::shared_ptr<{impl}>>(m, "{self.name}")',
+            f"  py::class_<{impl}, torch::nn::Module, std::shared_ptr<{impl}>>"
+            f'(m, "{python_name or self.name}")',
             f"      .def(py::init<{init_types}>(){init_args})",
             f'      .def("forward", []({impl}& self, {forward_params}) {{'
             f" return self.forward({forward_names}); }}{forward_args})",
@@ -145,22 +147,54 @@ def translate_stubs(source: str) -> str:
 
 
 SOURCE_FILE = "your_cell.cpp"  # the name the compiler's messages give the learner's code
+NAMESPACE = "course_"  # each part's namespace: course_<label>
 
 
-def translation_unit(sources: dict[str, str]) -> str:
-    """One C++ file: each learner's source (``#line`` keeps its own line numbers), then the bindings.
+@dataclass(frozen=True)
+class Part:
+    """One learner's module in a build: its ``label`` (a C++ namespace and the Python name the
+    extension gives it), the ``binding`` it follows (a key of ``BINDINGS``), and its C++."""
 
-    ``sources`` maps a binding's name (``"Embedding"``) to the C++ that defines ``<name>Impl``.
-    """
-    parts = ["#include <torch/extension.h>", "#include <cmath>", "#include <limits>", "#include <optional>"]
-    for name, source in sources.items():
-        parts.append(f'#line 1 "{name}/{SOURCE_FILE}"')
-        parts.append(translate_stubs(source))
-    parts.append('#line 1 "course_bindings.cpp"')
-    parts.append("PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {")
-    parts += [BINDINGS[name].source() for name in sources]
-    parts.append("}")
-    return "\n".join(parts) + "\n"
+    label: str
+    binding: str
+    source: str
+
+    def __post_init__(self) -> None:
+        if self.binding not in BINDINGS:
+            raise ValueError(f"no binding for {self.binding!r}; lesson 12 binds {sorted(BINDINGS)}")
+        if not re.fullmatch(r"[A-Za-z]\w*", self.label):
+            raise ValueError(f"a part's label is a C++ name, got {self.label!r}")
+
+
+def _hoisted(source: str) -> tuple[list[str], str]:
+    """The ``#include`` lines of ``source`` (which must not land inside a namespace), and the source
+    with each of them left as an empty line, so that line numbers do not move."""
+    includes, lines = [], []
+    for line in source.split("\n"):
+        if line.strip().startswith("#include"):
+            includes.append(line.strip())
+            line = ""
+        lines.append(line)
+    return includes, "\n".join(lines)
+
+
+def translation_unit(parts: list[Part]) -> str:
+    """One C++ file: each part in its own namespace (``#line`` keeps the learner's own line numbers),
+    then the bindings, one Python class per part, named by its label."""
+    head = ["#include <torch/extension.h>", "#include <cmath>", "#include <limits>", "#include <optional>"]
+    body = []
+    for part in parts:
+        includes, source = _hoisted(translate_stubs(part.source))
+        head += includes
+        body += [
+            f"namespace {NAMESPACE}{part.label} {{",
+            f'#line 1 "{part.label}/{SOURCE_FILE}"',
+            source,
+            "}",
+        ]
+    bindings = [BINDINGS[part.binding].source(f"{NAMESPACE}{part.label}::", part.label) for part in parts]
+    tail = ['#line 1 "course_bindings.cpp"', "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {", *bindings, "}"]
+    return "\n".join(head + body + tail) + "\n"
 
 
 def build_key(unit: str) -> str:
@@ -212,7 +246,8 @@ FIRST_ERROR = re.compile(
 
 
 def first_error(log: str, sources: dict[str, str]) -> str:
-    """The compiler's first error as one message: which cell, which line, the line itself."""
+    """The compiler's first error as one message: which module, which line, the line itself
+    (``sources``: label -> the learner's C++ as written)."""
     found = FIRST_ERROR.search(log)
     if found is None:
         tail = "\n".join(log.strip().splitlines()[-15:])
@@ -233,10 +268,10 @@ def first_error(log: str, sources: dict[str, str]) -> str:
 _LOADED: dict[str, ModuleType] = {}
 
 
-def compile_sources(sources: dict[str, str], verbose: bool = False) -> ModuleType:
-    """The extension module built from ``sources`` (binding name -> C++), compiled at most once per
-    cache folder and imported at most once per process."""
-    unit = translation_unit(sources)
+def compile_parts(parts: list[Part], verbose: bool = False) -> ModuleType:
+    """The extension module built from ``parts``, compiled at most once per cache folder and
+    imported at most once per process; its attribute ``<label>`` is each part's C++ class."""
+    unit = translation_unit(parts)
     key = build_key(unit)
     if key in _LOADED:
         return _LOADED[key]
@@ -260,7 +295,7 @@ def compile_sources(sources: dict[str, str], verbose: bool = False) -> ModuleTyp
     except RuntimeError as error:
         if "Error building extension" not in str(error):
             raise
-        raise CompileError(first_error(str(error), sources)) from None
+        raise CompileError(first_error(str(error), {part.label: part.source for part in parts})) from None
     _LOADED[key] = module
     return module
 
@@ -331,16 +366,17 @@ class CppModule(nn.Module):
         return f"C++ {_cpp_kind(self.cpp)}"
 
 
-def python_class(extension: ModuleType, name: str) -> type[CppModule]:
-    """A Python class ``name`` whose instances are ``CppModule``s over ``extension.<name>``."""
-    cpp_class = getattr(extension, name)
-    binding = BINDINGS[name]
+def python_class(extension: ModuleType, part: Part) -> type[CppModule]:
+    """A Python class, named like the binding, whose instances are ``CppModule``s over the part's
+    C++ class ``extension.<label>``."""
+    cpp_class = getattr(extension, part.label)
 
     def construct(self: CppModule, *args: Any, **kwargs: Any) -> None:
         CppModule.__init__(self, cpp_class(*args, **kwargs))
 
-    construct.__signature__ = _signature(binding.init)  # type: ignore[attr-defined]
-    return type(name, (CppModule,), {"__init__": construct, "__doc__": f"The C++ {name}, compiled."})
+    construct.__signature__ = _signature(BINDINGS[part.binding].init)  # type: ignore[attr-defined]
+    doc = f"The C++ {part.binding}, compiled ({part.label})."
+    return type(part.binding, (CppModule,), {"__init__": construct, "__doc__": doc})
 
 
 def _signature(arguments: tuple[Argument, ...]):
@@ -361,15 +397,14 @@ def compile_module(name: str, source: str, verbose: bool = False) -> type[CppMod
 
     ``name`` is one of ``BINDINGS`` ("Embedding", "PositionwiseFeedForward", "MultiHeadAttention").
     """
-    if name not in BINDINGS:
-        raise ValueError(f"no binding for {name!r}; lesson 12 binds {sorted(BINDINGS)}")
-    return python_class(compile_sources({name: source}, verbose), name)
+    part = Part(name, name, source)
+    return python_class(compile_parts([part], verbose), part)
 
 
-def compile_modules(sources: dict[str, str], verbose: bool = False) -> dict[str, type[CppModule]]:
-    """Several modules in one build (one compile): binding name -> Python class."""
-    extension = compile_sources(sources, verbose)
-    return {name: python_class(extension, name) for name in sources}
+def compile_many(parts: list[Part], verbose: bool = False) -> dict[str, type[CppModule]]:
+    """Several modules in one build (one compile): label -> Python class."""
+    extension = compile_parts(parts, verbose)
+    return {part.label: python_class(extension, part) for part in parts}
 
 
 @dataclass(frozen=True)

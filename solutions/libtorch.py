@@ -10,7 +10,7 @@ region with its Python stub lines, which ``autograder.libtorch`` reads as C++ (a
 ``NotImplementedError``).
 """
 
-from autograder.libtorch import CppModule, CppSource, compile_modules
+from autograder.libtorch import CppModule, CppSource, Part, compile_many
 
 CppEmbedding = CppSource(
     "Embedding",
@@ -117,4 +117,6 @@ SOURCES = (CppEmbedding, CppPositionwiseFeedForward, CppMultiHeadAttention)
 def build(verbose: bool = False) -> dict[str, type[CppModule]]:
     """The three reference modules in one extension: "Embedding", "PositionwiseFeedForward" and
     "MultiHeadAttention" -> their Python classes (``CppModule``s)."""
-    return compile_modules({exercise.name: exercise.source for exercise in SOURCES}, verbose)
+    return compile_many(
+        [Part(exercise.name, exercise.name, exercise.source) for exercise in SOURCES], verbose
+    )

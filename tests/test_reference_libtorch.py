@@ -117,9 +117,9 @@ def test_bad_heads_raise_value_error(cpp):
 
 
 def test_the_reference_is_imported_once_per_process(cpp):
-    sources = {exercise.name: exercise.source for exercise in reference.SOURCES}
-    assert libtorch.compile_sources(sources) is libtorch.compile_sources(sources)
-    assert libtorch.build_key(libtorch.translation_unit(sources)) in libtorch._LOADED
+    parts = [libtorch.Part(exercise.name, exercise.name, exercise.source) for exercise in reference.SOURCES]
+    assert libtorch.compile_parts(parts) is libtorch.compile_parts(list(parts))
+    assert libtorch.build_key(libtorch.translation_unit(parts)) in libtorch._LOADED
 
 
 def test_nbgrader_stub_lines_read_as_cpp():

@@ -1,0 +1,272 @@
+"""Checks for lesson 12: the C++ twins of Embedding, PositionwiseFeedForward and MultiHeadAttention.
+
+The learner's C++ comes to the checks compiled (``autograder.libtorch``), as an ``nn.Module`` whose
+submodules are the registered C++ ones, so the checks are those of lessons 01, 07 and 05 in
+spirit: the same oracles (``nn.Embedding`` times sqrt(D), ``nn.TransformerEncoderLayer``'s
+feed-forward block, ``nn.MultiheadAttention``) with their weights loaded by the contract's names,
+float64 inputs with B != T and T_q != T_k, and a mask that leaves one query no key at all. What
+differs is the catalogue: the mistakes are the ones C++ code makes, and the hints speak C++.
+"""
+
+import math
+from types import SimpleNamespace
+
+import torch
+from torch import nn
+
+from autograder.checks import core, multi_head
+from autograder.checks.device import random_mask, random_tensor
+from autograder.checks.embedding import tokens_for
+from autograder.checks.feed_forward import torch_encoder_layer, torch_feed_forward
+from autograder.checks.multi_head import keeps_global_rng, torch_expected
+from autograder.checks.oracles import feed_forward_state, mha_state, torch_mha
+
+EMBEDDING, FEED_FORWARD, MHA = "CppEmbedding", "CppPositionwiseFeedForward", "CppMultiHeadAttention"
+B, T, V, D, D_FF = 2, 5, 11, 6, 20
+H, D_K, T_Q, T_K = 3, 4, 5, 7
+D_MHA = H * D_K
+LINEARS = ("w_q", "w_k", "w_v", "w_o")
+REGISTER = 'register_module("{name}", ...) in the constructor, so that weights load by the name {name}'
+
+# ------------------------------------------------------------------------------ Embedding
+
+EMBEDDING_MISTAKES = core.catalogue(
+    EMBEDDING,
+    {
+        "no sqrt(d_model) scale": lambda self, tokens: self.lut(tokens),
+        "scaled by d_model instead of sqrt(d_model)": lambda self, tokens: (
+            self.lut(tokens) * self.lut.embedding_dim
+        ),
+    },
+)
+
+
+def _embedding(cls, vocab_size: int, d_model: int):
+    module = core.build(EMBEDDING, cls, vocab_size, d_model)
+    how = REGISTER.format(name="lut") + " (a torch::nn::Embedding(vocab_size, d_model))."
+    lut = core.expect_attribute(EMBEDDING, module, "lut", nn.Embedding, "a torch::nn::Embedding", how)
+    if (lut.num_embeddings, lut.embedding_dim) != (vocab_size, d_model):
+        raise core.CheckFailure(
+            f"{EMBEDDING}: expected lut = torch::nn::Embedding(vocab_size, d_model) = "
+            f"({vocab_size}, {d_model}), got ({lut.num_embeddings}, {lut.embedding_dim})"
+        )
+    return module
+
+
+def compare_embedding(module, tokens: torch.Tensor, expected: torch.Tensor) -> None:
+    out = core.output(EMBEDDING, module, {"tokens": tokens})
+    wrong = core.mistake_outputs(EMBEDDING_MISTAKES, module, tokens)
+    core.expect_close(EMBEDDING, "the output", out, expected, "[B, T, D]", wrong)
+
+
+def check_cpp_embedding(cls) -> None:
+    """lut is a registered torch::nn::Embedding(V, D); the output equals nn.Embedding's times sqrt(D)."""
+    oracle = nn.Embedding(V, D).to(device=random_tensor(1, seed=0).device, dtype=torch.float64)
+    with torch.no_grad():
+        oracle.weight.copy_(random_tensor(V, D, seed=1))
+    module = _embedding(cls, V, D)
+    core.load_weights(EMBEDDING, module, {"lut.weight": oracle.weight.detach().clone()}, "lut")
+    tokens = tokens_for(B, T, V, torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        expected = oracle(tokens) * math.sqrt(D)
+    compare_embedding(module, tokens, expected)
+    core.passed(
+        f"{EMBEDDING} registers lut and equals nn.Embedding (same weights) times sqrt({D}), [B, T, D]"
+    )
+
+
+# ------------------------------------------------------------------------------ feed-forward
+
+
+def _ffn(module, x, activation=torch.relu, after=False):
+    out = module.linear2(activation(module.linear1(x)))
+    return torch.relu(out) if after else out
+
+
+FEED_FORWARD_MISTAKES = core.catalogue(
+    FEED_FORWARD,
+    {
+        "no ReLU": lambda module, x: _ffn(module, x, activation=lambda h: h),
+        "ReLU after linear2 too": lambda module, x: _ffn(module, x, after=True),
+    },
+)
+
+
+def compare_feed_forward(module, x: torch.Tensor, expected: torch.Tensor) -> None:
+    out = core.output(FEED_FORWARD, module, {"x": x})
+    stand_in = SimpleNamespace(linear1=module.linear1, linear2=module.linear2)
+    wrong = core.mistake_outputs(FEED_FORWARD_MISTAKES, stand_in, x)
+    core.expect_close(FEED_FORWARD, "the output", out, expected, "[B, T, D]", wrong)
+
+
+def _feed_forward(cls, d_model: int, d_ff: int):
+    module = core.build(FEED_FORWARD, cls, d_model, d_ff)
+    for name, shape in (("linear1", (d_ff, d_model)), ("linear2", (d_model, d_ff))):
+        how = REGISTER.format(name=name) + "."
+        linear = core.expect_attribute(FEED_FORWARD, module, name, nn.Linear, "a torch::nn::Linear", how)
+        letters = "[d_ff, D]" if name == "linear1" else "[D, d_ff]"
+        core.expect_shape(FEED_FORWARD, f"{name}.weight", linear.weight, letters, shape)
+    return module
+
+
+def check_cpp_feed_forward(cls) -> None:
+    """linear1: D -> d_ff, linear2: d_ff -> D, registered; equal to torch's linear2(relu(linear1(x)))."""
+    layer = torch_encoder_layer(D, D_FF, "relu", seed=20)
+    module = _feed_forward(cls, D, D_FF)
+    core.load_weights(FEED_FORWARD, module, feed_forward_state(layer), "linear1, linear2")
+    x = random_tensor(B, T, D, seed=30, scale=2.0)
+    compare_feed_forward(module, x, torch_feed_forward(layer, x))
+    core.passed(f"{FEED_FORWARD} registers linear1 and linear2 and equals torch's linear2(relu(linear1(x)))")
+
+
+# ------------------------------------------------------------------------------ multi-head attention
+
+
+def _attention(q, k, v, mask, scale, fill=-math.inf, zero_masked_rows=True):
+    """softmax(q kᵀ / scale) v; masked scores are ``fill``, and masked weights zeroed after the
+    softmax unless ``zero_masked_rows`` is False (then a fully masked row gets uniform weights)."""
+    scores = q @ k.transpose(-2, -1) / scale
+    if mask is not None:
+        scores = scores.masked_fill(~mask, fill)
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None and zero_masked_rows:
+        weights = weights.masked_fill(~mask, 0.0)
+    return weights @ v
+
+
+def _split(x, h):
+    return x.reshape(x.size(0), x.size(1), h, x.size(2) // h).transpose(1, 2)
+
+
+def _split_view_only(x, h):
+    """x.view({B, h, T, d_k}) with no transpose: each 'head' is a block of consecutive positions."""
+    return x.reshape(x.size(0), h, x.size(1), x.size(2) // h)
+
+
+def _mha(m, query, key, value, mask=None, *, split=_split, scale=None, out=True, invert=False, seeds=False):
+    """The multi-head computation with one thing changed: the skeleton the mistakes share."""
+    h = m.n_heads
+    q, k, v = split(m.w_q(query), h), split(m.w_k(key), h), split(m.w_v(value), h)
+    scale = math.sqrt(q.size(-1)) if scale is None else scale
+    if mask is not None and invert:
+        mask = ~mask
+    heads = _attention(q, k, v, mask, scale, *((-1e9, False) if seeds else ()))
+    merged = heads.transpose(1, 2).reshape(query.size(0), query.size(1), -1)
+    return m.w_o(merged) if out else merged
+
+
+MHA_MISTAKES = core.catalogue(
+    MHA,
+    {
+        "scores divided by d_model instead of sqrt(d_k)": lambda m, q, k, v, mask=None: _mha(
+            m, q, k, v, mask, scale=q.size(-1)
+        ),
+        "heads split with view, without transpose": lambda m, q, k, v, mask=None: _mha(
+            m, q, k, v, mask, split=_split_view_only
+        ),
+        "mask read as True = masked": lambda m, q, k, v, mask=None: _mha(m, q, k, v, mask, invert=True),
+        "masked_fill(mask == 0, -1e9): a fully masked row is not zero": lambda m, q, k, v, mask=None: _mha(
+            m, q, k, v, mask, seeds=True
+        ),
+        "no output projection": lambda m, q, k, v, mask=None: _mha(m, q, k, v, mask, out=False),
+    },
+)
+
+
+def _stand_in(module, n_heads: int):
+    return SimpleNamespace(n_heads=n_heads, **{name: getattr(module, name) for name in LINEARS})
+
+
+def compare_mha(module, n_heads, query, key, value, mask, expected_out, expected_attn) -> None:
+    """The output against ``expected_out`` (naming a known mistake), then ``attn``."""
+    letters = {"B": query.size(0), "h": n_heads, "T_q": query.size(1), "T_k": key.size(1), "D": query.size(2)}
+    with core.sizes(letters | {"d_k": query.size(2) // n_heads}, multi_head.MHA_CAUSES):
+        out = core.output(MHA, module, {"query": query, "key": key, "value": value, "mask": mask})
+    wrong = core.mistake_outputs(MHA_MISTAKES, _stand_in(module, n_heads), query, key, value, mask)
+    core.expect_close(MHA, "the output", out, expected_out, "[B, T_q, D]", wrong)
+    attn = getattr(module, "attn", None)
+    if not isinstance(attn, torch.Tensor) or attn.dim() == 0:
+        raise core.CheckFailure(
+            f"{MHA}: attn should hold the last attention weights [B, h, T_q, T_k]; assign them to the "
+            "member attn in forward (attn = weights;), which the course binds for Python."
+        )
+    core.expect_close(MHA, "attn", attn, expected_attn, "[B, h, T_q, T_k]")
+
+
+def _mha_module(cls, seed: int):
+    torch_module = torch_mha(D_MHA, H, seed=seed)
+    module = core.build(MHA, cls, D_MHA, H)
+    core.load_weights(MHA, module, mha_state(torch_module), "w_q, w_k, w_v, w_o")
+    return torch_module, module
+
+
+def _inputs(seed: int):
+    return tuple(random_tensor(B, t, D_MHA, seed=seed + i) for i, t in enumerate((T_Q, T_K, T_K)))
+
+
+@keeps_global_rng
+def check_cpp_mha_init(cls) -> None:
+    """w_q, w_k, w_v, w_o registered in that order as torch::nn::Linear(D, D); D % h != 0 is a ValueError."""
+    module = core.build(MHA, cls, D_MHA, H)
+    expected = [f"{name}.{part}" for name in LINEARS for part in ("weight", "bias")]
+    found = list(module.state_dict())
+    if sorted(found) != sorted(expected):
+        core.load_weights(MHA, module, dict.fromkeys(expected, torch.zeros(())), "w_q, w_k, w_v, w_o")
+    if found != expected:
+        raise core.CheckFailure(
+            f"{MHA}: register the projections in the order w_q, w_k, w_v, w_o; yours come as {found}."
+        )
+    for name in LINEARS:
+        how = REGISTER.format(name=name) + " (a torch::nn::Linear(d_model, d_model))."
+        layer = core.expect_attribute(MHA, module, name, nn.Linear, "a torch::nn::Linear", how)
+        core.expect_shape(MHA, f"{name}.weight", layer.weight, "[D, D]", (D_MHA, D_MHA))
+    try:
+        cls(10, 3)
+    except ValueError:
+        pass
+    except Exception as error:
+        raise core.CheckFailure(
+            f"{MHA}(10, 3) raised {type(error).__name__}: {error}; use "
+            "TORCH_CHECK_VALUE(d_model % n_heads == 0, ...), which Python sees as a ValueError."
+        ) from error
+    else:
+        raise core.CheckFailure(
+            f"{MHA}(d_model=10, n_heads=3) should raise a ValueError: check d_model % n_heads == 0 in the "
+            "constructor with TORCH_CHECK_VALUE(...)."
+        )
+    core.passed(f"{MHA} registers w_q, w_k, w_v, w_o as Linear(D, D) and rejects D % h != 0")
+
+
+@keeps_global_rng
+def check_cpp_mha_cross_attention(cls) -> None:
+    """Cross-attention (T_q != T_k, key != value), no mask: equal to nn.MultiheadAttention."""
+    torch_module, module = _mha_module(cls, seed=300)
+    query, key, value = _inputs(seed=310)
+    expected, weights = torch_expected(torch_module, query, key, value)
+    compare_mha(module, H, query, key, value, None, expected, weights)
+    core.passed(f"{MHA} equals nn.MultiheadAttention for cross-attention, T_q={T_Q} != T_k={T_K}")
+
+
+def mask_with_an_empty_row(seed: int) -> torch.Tensor:
+    """``random_mask`` [B, 1, T_q, T_k], with the last query of the first item seeing no key."""
+    mask = random_mask(B, T_Q, T_K, seed=seed)
+    mask[0, 0, -1] = False
+    return mask
+
+
+@keeps_global_rng
+def check_cpp_mha_mask(cls) -> None:
+    """A mask [B, 1, T_q, T_k], True = may attend, one query with no key: zeros there, as lesson 03."""
+    torch_module, module = _mha_module(cls, seed=400)
+    query, key, value = _inputs(seed=410)
+    mask = mask_with_an_empty_row(seed=411)
+    expected, weights = torch_expected(torch_module, query, key, value, mask)
+    # PyTorch's weights for the query that sees no key are NaN: the course's convention is zeros
+    weights = weights.nan_to_num(0.0)
+    expected = expected.clone()
+    expected[0, -1] = torch_module.out_proj.bias.detach()
+    compare_mha(module, H, query, key, value, mask, expected, weights)
+    core.passed(f"{MHA} applies a mask [B, 1, T_q, T_k] (True = may attend); a query with no key gets zeros")
+
+
+CATALOGUE = {EMBEDDING: EMBEDDING_MISTAKES, FEED_FORWARD: FEED_FORWARD_MISTAKES, MHA: MHA_MISTAKES}
