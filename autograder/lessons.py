@@ -27,6 +27,7 @@ LESSON_NAMES = [
     "09_output_layer",
     "10_training",
     "11_efficiency",
+    "12_libtorch",
 ]
 
 
@@ -65,4 +66,5 @@ EXERCISES = {
     "09_output_layer": ["Generator", "Transformer", "greedy_decode"],
     "10_training": ["make_batch", "sequence_loss", "rate", "train_step", "exact_match", "train_loop"],
     "11_efficiency": ["decoder_layer_step", "cached_greedy_decode", "blockwise_attention"],
+    "12_libtorch": ["CppEmbedding", "CppPositionwiseFeedForward", "CppMultiHeadAttention"],
 }

@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import sysconfig
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -266,6 +267,7 @@ def first_error(log: str, sources: dict[str, str]) -> str:
 
 
 _LOADED: dict[str, ModuleType] = {}
+_NOTES: dict[str, str] = {}  # build key -> how the build was had, for the lesson to print
 
 
 def compile_parts(parts: list[Part], verbose: bool = False) -> ModuleType:
@@ -274,6 +276,7 @@ def compile_parts(parts: list[Part], verbose: bool = False) -> ModuleType:
     unit = translation_unit(parts)
     key = build_key(unit)
     if key in _LOADED:
+        _NOTES[key] = "already imported in this process"
         return _LOADED[key]
     missing = missing_tools()
     if missing:
@@ -283,6 +286,8 @@ def compile_parts(parts: list[Part], verbose: bool = False) -> ModuleType:
     name = f"course_{key}"
     folder = cache_root() / name
     folder.mkdir(parents=True, exist_ok=True)
+    cached = (folder / f"{name}.so").is_file()
+    start = time.perf_counter()
     try:
         module = load_inline(
             name=name,
@@ -296,8 +301,15 @@ def compile_parts(parts: list[Part], verbose: bool = False) -> ModuleType:
         if "Error building extension" not in str(error):
             raise
         raise CompileError(first_error(str(error), {part.label: part.source for part in parts})) from None
+    seconds = time.perf_counter() - start
+    _NOTES[key] = f"loaded from the cache in {seconds:.2f} s" if cached else f"compiled in {seconds:.1f} s"
     _LOADED[key] = module
     return module
+
+
+def build_note(parts: list[Part]) -> str:
+    """How the build of ``parts`` was last had: compiled (how long), loaded from the cache, imported."""
+    return _NOTES.get(build_key(translation_unit(parts)), "not built in this process")
 
 
 # --------------------------------------------------------------------------- the Python side
@@ -376,7 +388,7 @@ def python_class(extension: ModuleType, part: Part) -> type[CppModule]:
 
     construct.__signature__ = _signature(BINDINGS[part.binding].init)  # type: ignore[attr-defined]
     doc = f"The C++ {part.binding}, compiled ({part.label})."
-    return type(part.binding, (CppModule,), {"__init__": construct, "__doc__": doc})
+    return type(part.binding, (CppModule,), {"__init__": construct, "__doc__": doc, "build_note": ""})
 
 
 def _signature(arguments: tuple[Argument, ...]):
@@ -398,7 +410,9 @@ def compile_module(name: str, source: str, verbose: bool = False) -> type[CppMod
     ``name`` is one of ``BINDINGS`` ("Embedding", "PositionwiseFeedForward", "MultiHeadAttention").
     """
     part = Part(name, name, source)
-    return python_class(compile_parts([part], verbose), part)
+    cls = python_class(compile_parts([part], verbose), part)
+    cls.build_note = build_note([part])
+    return cls
 
 
 def compile_many(parts: list[Part], verbose: bool = False) -> dict[str, type[CppModule]]:

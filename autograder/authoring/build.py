@@ -16,7 +16,9 @@ A lesson script (``solutions/lesson_scripts/03_attention.py``) is plain text in
                                          package, which other code (a benchmark) runs too
     # %% exercise solutions.attention.scaled_dot_product_attention
                                          the exercise: its definition is copied from
-                                         the reference package (the one source)
+                                         the reference package (the one source); for
+                                         a C++ exercise (lesson 12, a CppSource), the
+                                         cell that compiles its C++
     # %% test test_scaled_dot_product_attention_shape points=1
                                          a graded test cell (hidden tests inside
                                          ### BEGIN/END HIDDEN TESTS)
@@ -45,6 +47,7 @@ from nbclient import NotebookClient
 
 from autograder import grading, lessons
 from autograder.engine.nbgrader_config import local_sockets
+from autograder.libtorch import CppSource
 
 HEADER = re.compile(r"^# %%(?P<rest>.*)$")
 NBGRADER_SCHEMA = 3
@@ -99,9 +102,14 @@ def markdown_source(lines: list[str]) -> str:
 
 
 def definition_source(dotted: str) -> tuple[str, str]:
-    """'solutions.attention.scaled_dot_product_attention' -> (its name, the definition's source)."""
+    """'solutions.attention.scaled_dot_product_attention' -> (its name, the definition's source).
+
+    A C++ exercise (``CppSource``) is written as the cell that compiles it: ``name = compile_module(...)``.
+    """
     module_name, name = dotted.rsplit(".", 1)
     definition = getattr(importlib.import_module(module_name), name)
+    if isinstance(definition, CppSource):
+        return name, definition.cell(name)
     return name, inspect.getsource(definition).rstrip("\n")
 
 

@@ -1,0 +1,412 @@
+# %% [markdown]
+# # Lesson 12 (optional): The same modules in C++, with LibTorch
+#
+# Everything you have built so far runs in Python, but almost none of the arithmetic does:
+# `x @ w`, `softmax` and `masked_fill` are calls into ATen, PyTorch's C++ tensor library. Python
+# decides **which** operation runs next; C++ (and on a GPU, CUDA) does the work. LibTorch is the
+# same library seen from C++: `torch::Tensor`, `torch::nn::Linear`, `torch::nn::Module`, with
+# names that follow the Python ones closely.
+#
+# In this appendix you write three modules again, in C++: the embedding of lesson 01, the
+# feed-forward network of lesson 07 and multi-head attention of lesson 05. The notebook compiles
+# each one with `torch.utils.cpp_extension.load_inline` and hands it back to Python as an ordinary
+# `nn.Module`, so the checks load the reference's weights into it by name and compare its output
+# with PyTorch's own modules, as in the earlier lessons. Then you measure what C++ changes, and
+# what it does not.
+#
+# **You will write:** `EmbeddingImpl`, `PositionwiseFeedForwardImpl` and `MultiHeadAttentionImpl`
+# in C++, which become `CppEmbedding`, `CppPositionwiseFeedForward` and `CppMultiHeadAttention`
+# in Python.
+#
+# **You need** a C++ compiler, `ninja` and Python's headers (`g++`, `ninja-build` and `python3-dev`
+# on Debian or Ubuntu). The first exercise cell says what is missing, if anything. Each compile
+# takes tens of seconds; a source that has not changed is not compiled again.
+
+# %%
+import importlib.util
+import subprocess
+import sys
+
+if importlib.util.find_spec("autograder") is None:  # a fresh Colab runtime: no course here yet
+    release = "transformer-course @ git+https://github.com/transformer-course/transformer-course@v0.1.0"
+    print(f"The course's checks and reference parts are missing here: installing {release}")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", release], check=True)
+    importlib.invalidate_caches()
+
+import math
+
+import matplotlib.pyplot as plt
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from autograder.checks import libtorch as checks
+from autograder.checks.device import describe_devices
+from autograder.libtorch import compile_module, explain_missing, missing_tools
+from autograder.timing import median_seconds
+from solutions.embedding import Embedding  # lessons 01, 07 and 05: the Python twins
+from solutions.feed_forward import PositionwiseFeedForward
+from solutions.multi_head import MultiHeadAttention
+
+torch.manual_seed(0)
+print(describe_devices())
+print(explain_missing(missing_tools()) if missing_tools() else "C++ compiler, ninja and Python.h: found")
+
+# %% [markdown]
+# ## From Python to C++
+#
+# A LibTorch module is a C++ `struct` that derives from `torch::nn::Module`. What Python does by
+# assigning an attribute, C++ does by **registering**: `register_module("w_q", torch::nn::Linear(D, D))`
+# gives the submodule its name, so that its parameters appear as `w_q.weight` and `w_q.bias`, the
+# names the Python reference's weights load by. The struct is called `MultiHeadAttentionImpl`;
+# `TORCH_MODULE(MultiHeadAttention)` would add the handle type `MultiHeadAttention` that C++ code
+# passes around (a shared pointer, so that `w_q(x)` calls `w_q->forward(x)`), exactly what
+# `torch::nn::Linear` is to `torch::nn::LinearImpl`.
+#
+# | Python | C++ (LibTorch) |
+# |---|---|
+# | `class M(nn.Module)` | `struct MImpl : torch::nn::Module { ... };` |
+# | `self.w_q = nn.Linear(D, D)` | `w_q = register_module("w_q", torch::nn::Linear(D, D));` with a member `torch::nn::Linear w_q{nullptr};` |
+# | `x.view(B, T, h, d_k).transpose(1, 2)` | `x.view({B, T, h, d_k}).transpose(1, 2)` (sizes go in braces) |
+# | `q @ k.transpose(-2, -1)` | `torch::matmul(q, k.transpose(-2, -1))` |
+# | `math.sqrt(d_k)` | `std::sqrt(static_cast<double>(d_k))` |
+# | `float("-inf")` | `-std::numeric_limits<double>::infinity()` |
+# | `mask=None`, `if mask is not None:` | `std::optional<torch::Tensor> mask`, `if (mask)`, then `*mask` or `mask->...` |
+# | `~mask` | `mask->logical_not()` |
+# | `torch.softmax(s, dim=-1)` | `torch::softmax(s, -1)` |
+# | `raise ValueError(...)` | `TORCH_CHECK_VALUE(condition, "message", values...)` (Python sees a `ValueError`) |
+# | `self.training` | `is_training()` |
+#
+# ## How your C++ reaches Python
+#
+# Each exercise cell calls `compile_module(name, source)`. It puts your struct into one C++ file
+# after `#include <torch/extension.h>`, adds the binding code that tells Python the constructor's
+# and `forward`'s arguments (the contract's names: `vocab_size`, `d_model`, `query`, `mask`, ...),
+# and compiles it into a shared library that Python imports. The result is a Python class whose
+# objects are real `nn.Module`s: their submodules `lut`, `linear1`, `w_q`, ... are `nn.Embedding`
+# and `nn.Linear` objects that hold the **same tensors** as your C++ members, so `load_state_dict`,
+# `.double()` and `.to(device)` change what your C++ computes with.
+#
+# The compiled library is kept in a folder named by a hash of the complete source: running a cell
+# again without a change, or in a new kernel, loads it in a fraction of a second. A compile error
+# stops the cell with the compiler's first error and its line, counted from the line of `r"""`.
+# Until you write a body, it holds the two stub lines; the course reads them as C++ that raises
+# `NotImplementedError`, so the cell compiles and the checks say "not implemented yet".
+
+# %% [markdown]
+# ## Exercise 1: `EmbeddingImpl`
+#
+# Lesson 01's embedding: a table `lut` of `vocab_size` rows of `d_model` numbers, and a forward
+# that looks up each token's row and multiplies it by $\sqrt{d_{model}}$.
+#
+# - In the constructor, register `lut` as a `torch::nn::Embedding(vocab_size, d_model)` and keep
+#   the scale, `std::sqrt(static_cast<double>(d_model))`, in the member `scale`.
+# - In `forward`, return `lut(tokens) * scale`: `tokens` is `Long[B, T]`, the result `[B, T, D]`.
+
+# %% exercise solutions.libtorch.CppEmbedding
+
+# %% test test_CppEmbedding_values points=2
+checks.check_cpp_embedding(CppEmbedding)
+### BEGIN HIDDEN TESTS
+from autograder.hidden.libtorch import hidden_cpp_embedding
+
+hidden_cpp_embedding(CppEmbedding)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Exercise 2: `PositionwiseFeedForwardImpl`
+#
+# Lesson 07's network, with ReLU: $\mathrm{FFN}(x) = \max(0, x W_1 + b_1) W_2 + b_2$.
+#
+# - Register `linear1 = torch::nn::Linear(d_model, d_ff)`, then `linear2 = torch::nn::Linear(d_ff, d_model)`,
+#   and keep `dropout` in `dropout_p`.
+# - In `forward`, `x` is `[B, T, D]`: return
+#   `linear2(torch::dropout(torch::relu(linear1(x)), dropout_p, is_training()))`, `[B, T, D]`.
+#   (`torch::dropout` with `is_training()` false returns its input: every check runs in eval mode.)
+
+# %% exercise solutions.libtorch.CppPositionwiseFeedForward
+
+# %% test test_CppPositionwiseFeedForward_values points=2
+checks.check_cpp_feed_forward(CppPositionwiseFeedForward)
+### BEGIN HIDDEN TESTS
+from autograder.hidden.libtorch import hidden_cpp_feed_forward
+
+hidden_cpp_feed_forward(CppPositionwiseFeedForward)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Exercise 3: `MultiHeadAttentionImpl`
+#
+# Lesson 05's module. In the constructor:
+#
+# - Check `d_model % n_heads == 0` with `TORCH_CHECK_VALUE`, then keep `h = n_heads`,
+#   `d_k = d_model / n_heads` and `dropout_p`.
+# - Register `w_q`, `w_k`, `w_v` and `w_o`, each a `torch::nn::Linear(d_model, d_model)`, in that
+#   order.
+#
+# In `forward`, with `query` `[B, T_q, D]`, `key` and `value` `[B, T_k, D]` and an optional `mask`
+# (true = may attend, broadcastable to `[B, h, T_q, T_k]`):
+#
+# 1. Project and split the heads: `[B, T, D]` → `view({B, T, h, d_k})` → `transpose(1, 2)` →
+#    `[B, h, T, d_k]`. (A lambda, `auto split = [&](torch::Tensor x) { ... };`, saves writing it
+#    three times.)
+# 2. Scores `[B, h, T_q, T_k]`: $q k^\top / \sqrt{d_k}$. Where the mask is false, fill them with
+#    $-\infty$; after the softmax over the keys, fill the weights there with 0, so that a query
+#    that may attend to no key gets zeros, as in lesson 03.
+# 3. Keep the weights in the member `attn` (Python reads it as `.attn`), multiply them by `v`,
+#    merge the heads back (`transpose(1, 2)`, `contiguous()`, `view({B, T_q, D})`) and return
+#    `w_o` of that, `[B, T_q, D]`.
+
+# %% exercise solutions.libtorch.CppMultiHeadAttention
+
+# %% test test_CppMultiHeadAttention_init points=1
+checks.check_cpp_mha_init(CppMultiHeadAttention)
+
+# %% test test_CppMultiHeadAttention_cross_attention points=2
+checks.check_cpp_mha_cross_attention(CppMultiHeadAttention)
+### BEGIN HIDDEN TESTS
+from autograder.hidden.libtorch import hidden_cpp_multi_head_attention
+
+hidden_cpp_multi_head_attention(CppMultiHeadAttention)
+### END HIDDEN TESTS
+
+# %% test test_CppMultiHeadAttention_mask points=2
+checks.check_cpp_mha_mask(CppMultiHeadAttention)
+
+# %% [markdown]
+# ## The same kernels underneath
+#
+# Your C++ module and lesson 05's Python module ask ATen for the same operations. PyTorch can show
+# this: a `TorchDispatchMode` sees every ATen operation that reaches PyTorch's dispatcher, whether
+# Python or C++ asked for it. The experiment logs both modules on the same input, with the same
+# weights.
+
+# %% experiment
+class OperationLog(TorchDispatchMode):
+    """Records the name of every ATen operation dispatched inside the block."""
+
+    def __init__(self):
+        super().__init__()
+        self.names = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.append(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+def operations(module, *inputs):
+    with torch.no_grad(), OperationLog() as log:
+        module(*inputs)
+    return log.names
+
+
+python_mha = MultiHeadAttention(16, 2).double().eval()
+cpp_mha = CppMultiHeadAttention(16, 2).double().eval()
+cpp_mha.load_state_dict(python_mha.state_dict())
+x = torch.randn(2, 5, 16, dtype=torch.float64)
+mask = torch.rand(2, 1, 5, 5) < 0.7
+python_ops, cpp_ops = operations(python_mha, x, x, x, mask), operations(cpp_mha, x, x, x, mask)
+print(f"Python MultiHeadAttention: {len(python_ops)} ATen operations")
+print(f"C++ MultiHeadAttention:    {len(cpp_ops)} ATen operations")
+print("the first projection, Python:", python_ops[:4])
+print("the first projection, C++:   ", cpp_ops[:5])
+with torch.no_grad():
+    gap = (cpp_mha(x, x, x, mask) - python_mha(x, x, x, mask)).abs().max().item()
+print(f"largest difference of the outputs (float64): {gap:.0e}")
+
+# %% [markdown]
+# Between the projections, the two lists are the same operations in the same order: the
+# reshapes, the two batched matrix products, the division, the masking and the softmax. The
+# projections differ in spelling only: Python's `nn.Linear` on a 3-D input folds the bias into one
+# `addmm`, while the C++ frontend's `torch::nn::Linear` computes a `mm` and then adds the bias in
+# place. The outputs agree to the rounding of float64, or exactly.
+#
+# So C++ changes **who decides** which operation comes next, not **how** an operation computes.
+# In Python each step costs the interpreter some microseconds: looking up `self.w_q`, calling
+# `forward`, building the Python objects that wrap the arguments and the results. In C++ that
+# decision is a few machine instructions. Whether it matters depends on how long the operation
+# itself takes.
+
+# %% [markdown]
+# ## What the overhead is worth
+#
+# The experiment times both versions of each module (float32, inference mode, one thread) on a
+# small input and on a large one. The times depend on your machine; the pattern should not.
+
+# %% experiment output-varies
+def twins(d_model):
+    """(name, Python module, C++ module with the same weights, a builder of its inputs)."""
+    pairs = (
+        ("Embedding", Embedding(1000, d_model), CppEmbedding(1000, d_model)),
+        (
+            "PositionwiseFeedForward",
+            PositionwiseFeedForward(d_model, 4 * d_model),
+            CppPositionwiseFeedForward(d_model, 4 * d_model),
+        ),
+        ("MultiHeadAttention", MultiHeadAttention(d_model, 8), CppMultiHeadAttention(d_model, 8)),
+    )
+    for name, python, cpp in pairs:
+        cpp.load_state_dict(python.state_dict())
+        yield name, python.eval(), cpp.eval()
+
+
+def inputs_for(name, batch, length, d_model):
+    if name == "Embedding":
+        return (torch.randint(0, 1000, (batch, length)),)
+    x = torch.randn(batch, length, d_model)
+    return (x,) if name == "PositionwiseFeedForward" else (x, x, x)
+
+
+with torch.inference_mode():
+    for batch, length, d_model in ((1, 8, 64), (8, 256, 512)):
+        for name, python, cpp in twins(d_model):
+            args = inputs_for(name, batch, length, d_model)
+            python_time, cpp_time = median_seconds(python, *args), median_seconds(cpp, *args)
+            print(
+                f"[B, T, D] = [{batch}, {length}, {d_model}] {name:<24} Python {python_time * 1e6:8.1f} us"
+                f"  C++ {cpp_time * 1e6:8.1f} us  Python / C++ = {python_time / cpp_time:.2f}"
+            )
+
+# %% [markdown]
+# On the small input, where each operation finishes in a few microseconds, the Python version
+# spends a visible share of its time deciding what to do next, and C++ is faster. On the large
+# input the matrix products take milliseconds, the same ATen kernels run in both, and the ratio
+# comes close to 1 (the run-to-run noise of the timer is then larger than the difference).
+#
+# A fit makes the split explicit. For the attention module, the time of one call as the sequence
+# grows is modelled as $t(T) = t_0 + c\,T + c_2 T^2$: $t_0$ is what a call costs whatever its size,
+# the rest is the work on the data. The experiment fits the model to each version by least squares.
+
+# %% experiment output-varies
+lengths = [4, 8, 16, 32, 64, 128, 256]
+d_model = 128
+python_mha = MultiHeadAttention(d_model, 8).eval()
+cpp_mha = CppMultiHeadAttention(d_model, 8).eval()
+cpp_mha.load_state_dict(python_mha.state_dict())
+measured = {"Python": [], "C++": []}
+with torch.inference_mode():
+    for length in lengths:
+        x = torch.randn(1, length, d_model)
+        measured["Python"].append(median_seconds(python_mha, x, x, x))
+        measured["C++"].append(median_seconds(cpp_mha, x, x, x))
+t = torch.tensor(lengths, dtype=torch.float64)
+design = torch.stack([torch.ones_like(t), t, t**2], dim=1)  # t_0, c, c_2
+fits = {}
+for name, seconds in measured.items():
+    fits[name] = torch.linalg.lstsq(design, torch.tensor(seconds, dtype=torch.float64)[:, None]).solution.flatten()
+    t0, c, c2 = fits[name].tolist()
+    print(f"{name:>6}: t_0 = {t0 * 1e6:6.1f} us per call, c = {c * 1e9:7.1f} ns per position, c_2 = {c2 * 1e9:6.2f} ns")
+print(f"fixed cost per call, Python / C++ = {fits['Python'][0] / fits['C++'][0]:.2f}")
+
+fig, ax = plt.subplots(figsize=(6, 4))
+for name, seconds in measured.items():
+    ax.plot(lengths, [s * 1e6 for s in seconds], "o", label=f"{name}, measured")
+    ax.plot(lengths, (design @ fits[name] * 1e6).tolist(), "-", label=f"{name}, fit")
+ax.set_xscale("log")
+ax.set_yscale("log")
+ax.set_xlabel("sequence length T (B = 1, D = 128, h = 8)")
+ax.set_ylabel("one forward call (microseconds)")
+ax.set_title("Multi-head attention: Python and C++")
+ax.legend()
+fig.tight_layout();
+
+# %% [markdown]
+# The fixed cost $t_0$ is where the two versions differ; the cost per position is nearly the same,
+# because it is ATen's. That is the whole story of "C++ is faster": it removes a constant per
+# operation, which matters when operations are many and small.
+#
+# ## Where C++ matters, and where it does not
+#
+# - **Tight loops of small operations.** Decoding one token at a time (lesson 11) with a batch of
+#   1 runs many tiny operations per token; there the interpreter's share is large, and moving the
+#   loop into C++ (or capturing it with `torch.compile` or CUDA graphs) pays.
+# - **Deployment without Python.** A server, a phone or an embedded device may have no Python at
+#   all. A LibTorch program links the same library and runs the same modules; the weights trained
+#   in Python load by name, as they did here.
+# - **Large tensors.** When each operation takes milliseconds, C++ gains nothing that the timer can
+#   see: the kernels are the same, and so is the arithmetic. Training a large model in Python loses
+#   little.
+# - **The price.** A compile of tens of seconds for each change (printed below for this kernel's three builds), error messages
+#   from templates, and memory that you manage by hand once you leave `torch::Tensor`.
+
+# %% experiment output-varies
+builds = {"CppEmbedding": CppEmbedding, "CppPositionwiseFeedForward": CppPositionwiseFeedForward}
+builds["CppMultiHeadAttention"] = CppMultiHeadAttention
+for name, cls in builds.items():
+    print(f"{name}: {cls.build_note}")  # "compiled in ...", or "loaded from the cache in ..."
+
+# %% [markdown]
+# ## What each module costs
+#
+# The C++ modules compute what the Python ones compute, so their costs are the same. For an input
+# of `B` sequences of `T` positions (`T_q` queries and `T_k` keys for attention):
+#
+# | module | parameters | time | memory beyond the input |
+# |---|---|---|---|
+# | embedding | $V D$ | $O(B T D)$ (a copy of rows) | $O(B T D)$ |
+# | feed-forward | $2 D d_{ff} + d_{ff} + D$ | $O(B T D d_{ff})$ | $O(B T d_{ff})$ |
+# | multi-head attention | $4 D^2 + 4 D$ | $O(B (T_q + T_k) D^2 + B T_q T_k D)$ | $O(B h T_q T_k + B (T_q + T_k) D)$ |
+#
+# The experiment counts the parameters of your C++ modules and compares them with the formulas.
+
+# %% experiment
+V, D, d_ff, h = 1000, 512, 2048, 8
+
+
+def count(module):
+    return sum(p.numel() for p in module.parameters())
+
+
+for name, module, formula, text in (
+    ("embedding", CppEmbedding(V, D), V * D, "V D"),
+    ("feed-forward", CppPositionwiseFeedForward(D, d_ff), 2 * D * d_ff + d_ff + D, "2 D d_ff + d_ff + D"),
+    ("multi-head attention", CppMultiHeadAttention(D, h), 4 * D * D + 4 * D, "4 D^2 + 4 D"),
+):
+    print(f"{name:>21}: {count(module):>9,} parameters, {text} = {formula:>9,}: {count(module) == formula}")
+
+# %% [markdown]
+# The attention weights `attn` are the one tensor that grows with $T_q T_k$: the experiment keeps
+# the weights of the C++ module for growing sequences and checks that their size is $B h T^2$
+# numbers.
+
+# %% experiment
+module = CppMultiHeadAttention(64, 4).eval()
+with torch.no_grad():
+    for length in (16, 32, 64):
+        x = torch.randn(2, length, 64)
+        module(x, x, x)
+        kept = module.attn.numel()
+        print(f"T = {length:>3}: attn holds {kept:>6,} numbers, B h T^2 = {2 * 4 * length**2:>6,}")
+
+# %% [markdown]
+# ## Summary
+#
+# - A LibTorch module is a `struct` deriving from `torch::nn::Module`; `register_module` gives each
+#   submodule the name its weights load by, so one set of weights serves Python and C++.
+# - `load_inline` compiles C++ from a string into a library Python imports; the course adds the
+#   binding code and caches each build by the hash of its source.
+# - C++ calls the same ATen kernels as Python: the outputs agree to the last bits, and the cost
+#   per element is the same. What C++ removes is a fixed cost per operation, which shows on small
+#   inputs and vanishes on large ones.
+# - C++ is worth its compile time where Python is absent (deployment) or where many small
+#   operations run in a loop.
+#
+# ## Glossary
+#
+# | English | 中文 |
+# |---|---|
+# | LibTorch (PyTorch's C++ library) | LibTorch（PyTorch 的 C++ 库） |
+# | ATen (the tensor library) | ATen（张量库） |
+# | C++ frontend | C++ 前端 |
+# | register a submodule | 注册子模块 |
+# | compile / compiler | 编译 / 编译器 |
+# | header file | 头文件 |
+# | shared library | 共享库 |
+# | binding (pybind11) | 绑定（pybind11） |
+# | just-in-time compilation | 即时编译 |
+# | cache | 缓存 |
+# | hash | 哈希值 |
+# | interpreter overhead | 解释器开销 |
+# | dispatcher | 分发器 |
+# | kernel (of an operation) | 算子内核 |
+# | deployment | 部署 |
+# | least-squares fit | 最小二乘拟合 |
