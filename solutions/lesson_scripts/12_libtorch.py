@@ -33,8 +33,6 @@ if importlib.util.find_spec("autograder") is None:  # a fresh Colab runtime: no 
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", release], check=True)
     importlib.invalidate_caches()
 
-import math
-
 import matplotlib.pyplot as plt
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -180,6 +178,7 @@ checks.check_cpp_mha_mask(CppMultiHeadAttention)
 # Python or C++ asked for it. The experiment logs both modules on the same input, with the same
 # weights.
 
+
 # %% experiment
 class OperationLog(TorchDispatchMode):
     """Records the name of every ATen operation dispatched inside the block."""
@@ -232,6 +231,7 @@ print(f"largest difference of the outputs (float64): {gap:.0e}")
 # The experiment times both versions of each module (float32, inference mode, one thread) on a
 # small input and on a large one. The times depend on your machine; the pattern should not.
 
+
 # %% experiment output-varies
 def twins(d_model):
     """(name, Python module, C++ module with the same weights, a builder of its inputs)."""
@@ -256,11 +256,20 @@ def inputs_for(name, batch, length, d_model):
     return (x,) if name == "PositionwiseFeedForward" else (x, x, x)
 
 
+def seconds_of_both(python, cpp, args, rounds=5):
+    """(Python, C++) seconds per call: timed in turns, so that a busy moment of the machine hits
+    both alike, and the least disturbed round of each kept."""
+    times = {"python": [], "cpp": []}
+    for _ in range(rounds):
+        times["python"].append(median_seconds(python, *args, min_run_time=0.02))
+        times["cpp"].append(median_seconds(cpp, *args, min_run_time=0.02))
+    return min(times["python"]), min(times["cpp"])
+
+
 with torch.inference_mode():
     for batch, length, d_model in ((1, 8, 64), (8, 256, 512)):
         for name, python, cpp in twins(d_model):
-            args = inputs_for(name, batch, length, d_model)
-            python_time, cpp_time = median_seconds(python, *args), median_seconds(cpp, *args)
+            python_time, cpp_time = seconds_of_both(python, cpp, inputs_for(name, batch, length, d_model))
             print(
                 f"[B, T, D] = [{batch}, {length}, {d_model}] {name:<24} Python {python_time * 1e6:8.1f} us"
                 f"  C++ {cpp_time * 1e6:8.1f} us  Python / C++ = {python_time / cpp_time:.2f}"
@@ -286,15 +295,19 @@ measured = {"Python": [], "C++": []}
 with torch.inference_mode():
     for length in lengths:
         x = torch.randn(1, length, d_model)
-        measured["Python"].append(median_seconds(python_mha, x, x, x))
-        measured["C++"].append(median_seconds(cpp_mha, x, x, x))
+        python_time, cpp_time = seconds_of_both(python_mha, cpp_mha, (x, x, x), rounds=3)
+        measured["Python"].append(python_time)
+        measured["C++"].append(cpp_time)
 t = torch.tensor(lengths, dtype=torch.float64)
-design = torch.stack([torch.ones_like(t), t, t**2], dim=1)  # t_0, c, c_2
+design = torch.stack([torch.ones_like(t), t, t**2], dim=1)  # columns for t_0, c, c_2
 fits = {}
 for name, seconds in measured.items():
-    fits[name] = torch.linalg.lstsq(design, torch.tensor(seconds, dtype=torch.float64)[:, None]).solution.flatten()
+    y = torch.tensor(seconds, dtype=torch.float64)[:, None]
+    # least squares on relative errors (each row divided by its time): small T counts as much as large
+    fits[name] = torch.linalg.lstsq(design / y, torch.ones_like(y)).solution.flatten()
     t0, c, c2 = fits[name].tolist()
-    print(f"{name:>6}: t_0 = {t0 * 1e6:6.1f} us per call, c = {c * 1e9:7.1f} ns per position, c_2 = {c2 * 1e9:6.2f} ns")
+    print(f"{name:>6}: t_0 = {t0 * 1e6:6.1f} us per call, c = {c * 1e9:7.1f} ns per position, ", end="")
+    print(f"c_2 = {c2 * 1e9:6.2f} ns")
 print(f"fixed cost per call, Python / C++ = {fits['Python'][0] / fits['C++'][0]:.2f}")
 
 fig, ax = plt.subplots(figsize=(6, 4))
@@ -307,8 +320,7 @@ ax.set_xlabel("sequence length T (B = 1, D = 128, h = 8)")
 ax.set_ylabel("one forward call (microseconds)")
 ax.set_title("Multi-head attention: Python and C++")
 ax.legend()
-fig.tight_layout();
-
+fig.tight_layout()
 # %% [markdown]
 # The fixed cost $t_0$ is where the two versions differ; the cost per position is nearly the same,
 # because it is ATen's. That is the whole story of "C++ is faster": it removes a constant per
@@ -325,8 +337,9 @@ fig.tight_layout();
 # - **Large tensors.** When each operation takes milliseconds, C++ gains nothing that the timer can
 #   see: the kernels are the same, and so is the arithmetic. Training a large model in Python loses
 #   little.
-# - **The price.** A compile of tens of seconds for each change (printed below for this kernel's three builds), error messages
-#   from templates, and memory that you manage by hand once you leave `torch::Tensor`.
+# - **The price.** A compile of tens of seconds for each change (printed below for this kernel's
+#   three builds), error messages from templates, and memory that you manage by hand once you
+#   leave `torch::Tensor`.
 
 # %% experiment output-varies
 builds = {"CppEmbedding": CppEmbedding, "CppPositionwiseFeedForward": CppPositionwiseFeedForward}
