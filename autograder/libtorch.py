@@ -20,9 +20,13 @@ nbgrader replaces a solution with the Python lines ``# YOUR CODE HERE`` and
 """
 
 import hashlib
+import importlib.util
 import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
 import sysconfig
 import time
 from dataclasses import dataclass
@@ -34,6 +38,9 @@ import torch
 from torch import nn
 
 CACHE_VARIABLE = "COURSE_CPP_CACHE"
+LIMIT_VARIABLE = "COURSE_CPP_COMPILE_LIMIT_S"
+DEFAULT_LIMIT_S = 300.0
+FINISHED = "finished"  # the file a build leaves beside its library once the library is complete
 EXTRA_CFLAGS: tuple[str, ...] = ()  # torch's defaults (no optimisation flag): the work is in ATen
 
 STUB_COMMENT = "# YOUR CODE HERE"
@@ -207,14 +214,21 @@ def build_key(unit: str) -> str:
     return digest.hexdigest()[:20]
 
 
-def cache_root() -> Path:
-    """Where builds go: ``COURSE_CPP_CACHE``, else beside torch's own JIT extensions."""
-    configured = os.environ.get(CACHE_VARIABLE)
+def cache_roots() -> list[Path]:
+    """Where builds are looked for, in order; new builds go to the first. ``COURSE_CPP_CACHE`` lists
+    them (separated by ``os.pathsep``: a kernel's private folder, then a shared read-only cache that
+    only the grader writes); without it, one folder beside torch's own JIT extensions."""
+    configured = [Path(folder) for folder in os.environ.get(CACHE_VARIABLE, "").split(os.pathsep) if folder]
     if configured:
-        return Path(configured)
+        return configured
     from torch.utils.cpp_extension import get_default_build_root
 
-    return Path(get_default_build_root()) / "transformer-course"
+    return [Path(get_default_build_root()) / "transformer-course"]
+
+
+def compile_limit_s() -> float:
+    """The wall-clock seconds one build may take: ``COURSE_CPP_COMPILE_LIMIT_S``, else 300."""
+    return float(os.environ.get(LIMIT_VARIABLE, "") or DEFAULT_LIMIT_S)
 
 
 # --------------------------------------------------------------------------- the compiler
@@ -234,7 +248,7 @@ def missing_tools() -> list[str]:
 
 def explain_missing(missing: list[str]) -> str:
     return (
-        f"Lesson 12 compiles C++, and this machine has no {', no '.join(missing)}. On Debian or Ubuntu: "
+        f"Lesson 12 compiles C++, and this machine lacks {' and '.join(missing)}. On Debian or Ubuntu: "
         "sudo apt-get install g++ ninja-build python3-dev; on macOS: xcode-select --install and "
         "pip install ninja; with conda: conda install -c conda-forge cxx-compiler ninja. "
         "Then restart the kernel and run the notebook again."
@@ -270,41 +284,86 @@ _LOADED: dict[str, ModuleType] = {}
 _NOTES: dict[str, str] = {}  # build key -> how the build was had, for the lesson to print
 
 
+def finished_library(name: str) -> Path | None:
+    """The library of build ``name`` where a finished build of it lies, in the first cache that has one."""
+    for root in cache_roots():
+        if (root / name / FINISHED).is_file() and (root / name / f"{name}.so").is_file():
+            return root / name / f"{name}.so"
+    return None
+
+
+def build_library(name: str, unit: str, parts: list[Part], verbose: bool = False) -> Path:
+    """Compile ``unit`` into the first cache, in a child process under the compile-time limit (so
+    that a runaway build ends, and ends with a message); the library's path."""
+    folder = cache_roots()[0] / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "unit.cpp").write_text(unit)
+    command = [sys.executable, "-m", "autograder.libtorch", "build", str(folder), name]
+    limit = compile_limit_s()
+    child = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
+    try:
+        log, _ = child.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        labels = ", ".join(part.label for part in parts)
+        raise CompileError(
+            f"{labels}: the C++ did not compile within {limit:.0f} s, the limit for one build"
+        ) from None
+    if verbose:
+        print(log)
+    if child.returncode != 0:
+        raise CompileError(first_error(log, {part.label: part.source for part in parts}))
+    (folder / FINISHED).write_text(unit)
+    return folder / f"{name}.so"
+
+
+def import_library(name: str, path: Path) -> ModuleType:
+    """Import the extension module ``name`` from its library (nothing is written anywhere)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import the C++ build {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def compile_parts(parts: list[Part], verbose: bool = False) -> ModuleType:
-    """The extension module built from ``parts``, compiled at most once per cache folder and
-    imported at most once per process; its attribute ``<label>`` is each part's C++ class."""
+    """The extension module built from ``parts``, compiled at most once per cache and imported at
+    most once per process; its attribute ``<label>`` is each part's C++ class. A finished build in
+    any cache is imported as it is, so a cache may be read-only."""
     unit = translation_unit(parts)
     key = build_key(unit)
     if key in _LOADED:
         _NOTES[key] = "already imported in this process"
         return _LOADED[key]
-    missing = missing_tools()
-    if missing:
-        raise CompilerMissing(explain_missing(missing))
-    from torch.utils.cpp_extension import load_inline
-
     name = f"course_{key}"
-    folder = cache_root() / name
-    folder.mkdir(parents=True, exist_ok=True)
-    cached = (folder / f"{name}.so").is_file()
     start = time.perf_counter()
-    try:
-        module = load_inline(
-            name=name,
-            cpp_sources=[unit],
-            build_directory=str(folder),
-            extra_cflags=list(EXTRA_CFLAGS),
-            no_implicit_headers=True,
-            verbose=verbose,
-        )
-    except RuntimeError as error:
-        if "Error building extension" not in str(error):
-            raise
-        raise CompileError(first_error(str(error), {part.label: part.source for part in parts})) from None
-    seconds = time.perf_counter() - start
-    _NOTES[key] = f"loaded from the cache in {seconds:.2f} s" if cached else f"compiled in {seconds:.1f} s"
+    library, how = finished_library(name), "loaded from the cache in {:.2f} s"
+    if library is None:
+        missing = missing_tools()
+        if missing:
+            raise CompilerMissing(explain_missing(missing))
+        library, how = build_library(name, unit, parts, verbose), "compiled in {:.1f} s"
+    module = import_library(name, library)
+    _NOTES[key] = how.format(time.perf_counter() - start)
     _LOADED[key] = module
     return module
+
+
+def _build_here(folder: Path, name: str) -> None:
+    """The child's work in ``build_library``: load_inline on the unit that waits in ``folder``."""
+    from torch.utils.cpp_extension import load_inline
+
+    load_inline(
+        name=name,
+        cpp_sources=[(folder / "unit.cpp").read_text()],
+        build_directory=str(folder),
+        extra_cflags=list(EXTRA_CFLAGS),
+        no_implicit_headers=True,
+    )
 
 
 def build_note(parts: list[Part]) -> str:
@@ -410,9 +469,25 @@ def compile_module(name: str, source: str, verbose: bool = False) -> type[CppMod
     ``name`` is one of ``BINDINGS`` ("Embedding", "PositionwiseFeedForward", "MultiHeadAttention").
     """
     part = Part(name, name, source)
-    cls = python_class(compile_parts([part], verbose), part)
+    try:
+        extension = compile_parts([part], verbose)
+    except (CompileError, CompilerMissing) as error:
+        print(error, file=sys.stderr)  # in the cell, at once; the checks repeat it
+        return unbuilt_class(part, error)
+    cls = python_class(extension, part)
     cls.build_note = build_note([part])
     return cls
+
+
+def unbuilt_class(part: Part, error: Exception) -> type[CppModule]:
+    """A class that stands where a build failed: constructing it raises the build's error again, so
+    that every check of the exercise reports the compiler's message rather than a missing name."""
+
+    def construct(self: CppModule, *args: Any, **kwargs: Any) -> None:
+        raise type(error)(str(error))
+
+    note = f"not built: {error}"
+    return type(part.binding, (CppModule,), {"__init__": construct, "__doc__": note, "build_note": note})
 
 
 def compile_many(parts: list[Part], verbose: bool = False) -> dict[str, type[CppModule]]:
@@ -440,3 +515,20 @@ class CppSource:
 
     def compile(self, verbose: bool = False) -> type[CppModule]:
         return compile_module(self.name, self.source, verbose)
+
+
+def main(argv: list[str]) -> int:
+    """``python -m autograder.libtorch build FOLDER NAME``: the child that ``build_library`` starts."""
+    if len(argv) != 3 or argv[0] != "build":
+        print("usage: python -m autograder.libtorch build FOLDER NAME", file=sys.stderr)
+        return 2
+    try:
+        _build_here(Path(argv[1]), argv[2])
+    except RuntimeError as error:
+        print(error)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
