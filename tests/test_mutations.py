@@ -18,8 +18,14 @@ import autograder.checks
 import solutions
 from autograder import grading
 from autograder.checks import CheckFailure, Mistake
-from autograder.lessons import written_lessons
+from autograder.lessons import EXERCISES, written_lessons
+from autograder.libtorch import CppSource
+from solutions import libtorch as cpp_reference
 from tests.alternatives import ALTERNATIVES
+
+# Lesson 12's exercises are C++: their reference is compiled here, and their catalogued mistakes are
+# proven by compiling each as C++ (tests/test_libtorch_mutations.py), not by a Python forward.
+CPP_EXERCISES = set(EXERCISES["12_libtorch"])
 
 
 def _collect(package, name: str) -> dict:
@@ -47,10 +53,19 @@ HIDDEN = _parts("hidden")
 CATALOGUE = _collect(autograder.checks, "CATALOGUE")
 
 
+def _reference(exercise: str):
+    """The reference's definition of ``exercise``; for a C++ exercise, its compiled class."""
+    if exercise in CPP_EXERCISES:
+        source = getattr(cpp_reference, exercise)
+        assert isinstance(source, CppSource)
+        return source.compile()
+    return getattr(solutions, exercise)
+
+
 def _buggy(exercise: str, mistake: Mistake):
     """The exercise written with the mistake: the function itself, or the reference class
     whose forward computes the mistake with the module's own parameters."""
-    reference = getattr(solutions, exercise)
+    reference = _reference(exercise)
     if not isinstance(reference, type):
         return mistake.compute
     return type(
@@ -59,7 +74,7 @@ def _buggy(exercise: str, mistake: Mistake):
 
 
 def _stub(exercise: str):
-    reference = getattr(solutions, exercise)
+    reference = _reference(exercise) if exercise not in CPP_EXERCISES else torch.nn.Module
 
     def not_implemented(*args, **kwargs):
         raise NotImplementedError()
@@ -78,12 +93,10 @@ def _first_failure(exercise: str, implementation) -> str | None:
     return None
 
 
-MISTAKE_CASES = [(e, m) for e, mistakes in CATALOGUE.items() for m in mistakes]
+MISTAKE_CASES = [(e, m) for e, mistakes in CATALOGUE.items() for m in mistakes if e not in CPP_EXERCISES]
 
 
 def test_every_exercise_has_checks_mistakes_and_hidden_tests():
-    from autograder.lessons import EXERCISES
-
     written = [e for lesson in written_lessons() for e in EXERCISES[lesson]]
     assert written, "no lesson is written"
     for exercise in written:
@@ -95,9 +108,9 @@ def test_every_exercise_has_checks_mistakes_and_hidden_tests():
 @pytest.mark.parametrize("exercise", sorted(CHECKS))
 def test_reference_passes_every_check(exercise):
     for check in CHECKS[exercise]:
-        check(getattr(solutions, exercise))
+        check(_reference(exercise))
     for hidden in HIDDEN[exercise]:
-        hidden(getattr(solutions, exercise))
+        hidden(_reference(exercise))
 
 
 @pytest.mark.parametrize(
