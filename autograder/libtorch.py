@@ -21,6 +21,7 @@ nbgrader replaces a solution with the Python lines ``# YOUR CODE HERE`` and
 
 import hashlib
 import importlib.util
+import inspect
 import os
 import re
 import shutil
@@ -445,14 +446,13 @@ def python_class(extension: ModuleType, part: Part) -> type[CppModule]:
     def construct(self: CppModule, *args: Any, **kwargs: Any) -> None:
         CppModule.__init__(self, cpp_class(*args, **kwargs))
 
-    construct.__signature__ = _signature(BINDINGS[part.binding].init)  # type: ignore[attr-defined]
+    construct.__signature__ = python_signature(BINDINGS[part.binding].init)  # type: ignore[attr-defined]
     doc = f"The C++ {part.binding}, compiled ({part.label})."
     return type(part.binding, (CppModule,), {"__init__": construct, "__doc__": doc, "build_note": ""})
 
 
-def _signature(arguments: tuple[Argument, ...]):
-    import inspect
-
+def python_signature(arguments: tuple[Argument, ...]) -> inspect.Signature:
+    """How Python sees a bound constructor's or forward's arguments (``self`` first)."""
     defaults = {"0.0": 0.0, "py::none()": None}
     parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     for argument in arguments:

@@ -13,6 +13,8 @@ import pytest
 
 import solutions
 from autograder import lessons
+from autograder.libtorch import BINDINGS, CppSource, python_signature
+from solutions import libtorch as cpp_reference
 
 CONTRACT = lessons.ROOT / "docs" / "contract.md"
 SIGNATURE = re.compile(r"`(?P<name>\w+)\((?P<params>[^`]*)\)`")
@@ -46,6 +48,19 @@ def _written(fn, name: str, skip_self: bool) -> str:
     return f"{name}({', '.join(one(p) for p in params)})"
 
 
+def _bound(name: str, binding) -> type:
+    """A class with the constructor and forward that lesson 12's binding gives Python."""
+    methods = {}
+    for method, arguments in (("__init__", binding.init), ("forward", binding.forward)):
+
+        def bound(*args, **kwargs):
+            return None
+
+        bound.__signature__ = python_signature(arguments)
+        methods[method] = bound
+    return type(name, (), methods)
+
+
 TABLES = _tables()
 
 
@@ -60,7 +75,9 @@ def test_every_lesson_and_exercise_is_in_the_contract():
 def test_signatures_are_the_reference_ones(lesson, row):
     definition, methods = row[0], row[1]
     name = SIGNATURE.match(definition)["name"]
-    reference = getattr(solutions, name)
+    reference = getattr(solutions, name, None) or getattr(cpp_reference, name)
+    if isinstance(reference, CppSource):  # lesson 12: the signatures are those of the course's binding
+        reference = _bound(name, BINDINGS[reference.name])
     is_class = isinstance(reference, type)
     assert definition.strip("`") == _written(reference.__init__ if is_class else reference, name, is_class)
     for method in SIGNATURE.finditer(methods):

@@ -76,7 +76,13 @@ def _in(module: str, *packages: str) -> bool:
     return any(module == p or module.startswith(p + ".") for p in packages)
 
 
-LEARNER_RUNTIME = ("autograder.checks", "autograder.hidden", "autograder.capstone", "autograder.timing")
+LEARNER_RUNTIME = (
+    "autograder.checks",
+    "autograder.hidden",
+    "autograder.capstone",
+    "autograder.timing",
+    "autograder.libtorch",
+)
 RULES = [
     ("autograder.engine", ("autograder.authoring",)),
     ("autograder.checks", ("autograder.engine", "autograder.authoring", "solutions")),
