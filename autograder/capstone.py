@@ -33,8 +33,15 @@ EARLIER = [lesson for lesson in lessons.LESSON_NAMES if lesson < "10"]
 
 
 def learner_code(exercise: str) -> str:
-    """The reference definition as a learner would write it: no solution markers."""
-    source = inspect.getsource(getattr(solutions, exercise))
+    """The reference definition as a learner would write it: no solution markers. A C++ exercise
+    (lesson 12) is its exercise cell, the ``compile_module`` call around the reference's C++."""
+    definition = getattr(solutions, exercise, None)
+    if definition is None:
+        from solutions import libtorch
+
+        source = getattr(libtorch, exercise).cell(exercise)
+    else:
+        source = inspect.getsource(definition)
     return "\n".join(
         line
         for line in source.splitlines()

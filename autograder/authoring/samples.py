@@ -89,6 +89,13 @@ MISTAKE_EDITS = {
             "x = model.tgt_embed(ys[:, -1:]) + pe[0]",
         )
     ],
+    "12_libtorch": [
+        (
+            "CppMultiHeadAttention",
+            "x.view({batch, x.size(1), h, d_k}).transpose(1, 2)",
+            "x.view({batch, h, x.size(1), d_k})",
+        )
+    ],
 }
 DELETED_CELL = ("03_attention", "test_scaled_dot_product_attention_mask")
 WARNING_LINE = '    import warnings\n\n    warnings.warn("this could be faster", UserWarning, stacklevel=1)\n'
