@@ -6,7 +6,7 @@ import re
 import pytest
 
 from autograder.capstone import learner_code
-from autograder.engine.flags import OFF_LIMITS, shortcuts_in
+from autograder.engine.flags import OFF_LIMITS, compiles_cpp, shortcuts_in
 from autograder.lessons import EXERCISES, ROOT
 from tests.alternatives import ALTERNATIVES
 
@@ -83,6 +83,34 @@ def test_a_shortcut_is_flagged_by_name(exercise, code, reason):
 FLAGGED_ALTERNATIVES = {"LayerNormFunctional", "sequence_loss_cross_entropy", "sequence_loss_nll"}
 
 
+CPP_SHORTCUTS = [
+    (
+        'm = compile_module("MultiHeadAttention", r"""\nreturn torch::nn::MultiheadAttention(o);""")',
+        "uses Multihead",
+    ),
+    (
+        'm = compile_module("MultiHeadAttention", r"""\nF::multi_head_attention_forward(q);""")',
+        "uses multi_head",
+    ),
+]
+
+
+@pytest.mark.parametrize(("code", "reason"), CPP_SHORTCUTS, ids=[c[1] for c in CPP_SHORTCUTS])
+def test_a_cpp_shortcut_is_flagged_by_name(code, reason):
+    found = shortcuts_in(code, OFF_LIMITS["CppMultiHeadAttention"], MODULES)
+    assert any(flag.startswith(reason) and "in its C++" in flag for flag in found), found
+
+
+def test_a_lesson_12_cell_must_compile_its_cpp():
+    assert compiles_cpp(learner_code("CppEmbedding"))
+    assert not compiles_cpp("from solutions.embedding import Embedding as CppEmbedding")
+    assert not compiles_cpp("CppEmbedding = compile_module('Embedding', source)")  # built elsewhere
+    assert not compiles_cpp("class CppEmbedding(nn.Module):\n    pass")
+    assert not shortcuts_in(
+        "raise ValueError('no nn.MultiheadAttention here')", OFF_LIMITS["MultiHeadAttention"], set()
+    )
+
+
 @pytest.mark.parametrize("exercise", [e for lesson in EXERCISES.values() for e in lesson])
 def test_the_reference_and_the_alternatives_are_not_flagged(exercise):
     assert shortcuts_in(learner_code(exercise), OFF_LIMITS[exercise], MODULES) == []
@@ -97,5 +125,5 @@ def test_every_exercise_has_its_off_limits_in_the_contract():
     for exercise, names in OFF_LIMITS.items():
         line = re.search(rf"^\| `{exercise}` \| (.*) \|$", contract, re.M)
         assert line, f"docs/contract.md has no off-limits row for {exercise}"
-        listed = re.findall(r"`([\w.]+)`", line[1])
-        assert sorted(name.split(".")[-1] for name in listed) == sorted(names), (exercise, listed)
+        listed = re.findall(r"`([\w.:]+)`", line[1])  # Python's torch.nn.X, or C++'s torch::nn::X
+        assert sorted(re.split(r"\.|::", name)[-1] for name in listed) == sorted(names), (exercise, listed)

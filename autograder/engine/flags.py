@@ -9,9 +9,12 @@ costs no points by itself; the instructor reads it beside the grades.
 """
 
 import ast
+import re
 from dataclasses import dataclass
 
 import nbformat
+
+from autograder.lessons import EXERCISES
 
 # exercise -> names of PyTorch's own versions of it (as attributes: `F.layer_norm`, `nn.LayerNorm`)
 OFF_LIMITS: dict[str, tuple[str, ...]] = {
@@ -47,7 +50,13 @@ OFF_LIMITS: dict[str, tuple[str, ...]] = {
     "decoder_layer_step": (),
     "cached_greedy_decode": (),
     "blockwise_attention": ("scaled_dot_product_attention",),
+    # lesson 12: C++ inside the cell's string, found where it is named with `::` (nn::MultiheadAttention)
+    "CppEmbedding": (),
+    "CppPositionwiseFeedForward": (),
+    "CppMultiHeadAttention": ("MultiheadAttention", "multi_head_attention_forward"),
 }
+# lesson 12's exercises are C++, compiled by the cell: ``Name = compile_module("<module>", r"""...""")``
+CPP_EXERCISES = frozenset(EXERCISES["12_libtorch"])
 
 COURSE_PACKAGES = ("solutions", "autograder")
 MACHINERY_NAMES = {"get_ipython", "__builtins__", "__import__", "setattr", "delattr", "globals"}
@@ -108,6 +117,9 @@ def shortcuts_in(source: str, off_limits: tuple[str, ...], modules: set[str]) ->
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             if any(f"{package}/" in node.value or f"{package}." in node.value for package in COURSE_PACKAGES):
                 reasons.append(f"names the course's code in a string ({node.value[:60]!r})")
+            for name in off_limits:
+                if re.search(rf"::\s*{name}\b", node.value):
+                    reasons.append(f"uses {name} in its C++, which this exercise rebuilds")
         targets = node.targets if isinstance(node, ast.Assign) else []
         if isinstance(node, ast.AugAssign | ast.AnnAssign | ast.Delete):
             targets = node.targets if isinstance(node, ast.Delete) else [node.target]
@@ -132,7 +144,23 @@ def flags(nb: nbformat.NotebookNode) -> list[Flag]:
         name = meta.get("grade_id") or f"cell {index + 1} (added by the learner)"
         for reason in shortcuts_in(cell.source, OFF_LIMITS.get(meta.get("grade_id", ""), ()), modules):
             found.append(Flag(name, reason))
+        if name in CPP_EXERCISES and not compiles_cpp(cell.source):
+            found.append(Flag(name, "does not compile C++ with compile_module (a Python definition?)"))
     return found
+
+
+def compiles_cpp(source: str) -> bool:
+    """Whether a lesson-12 cell is what the lesson asks for: one assignment of
+    ``compile_module("<module>", "<C++>")``, both arguments string literals."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return True  # the cell does not run at all; the grades say so
+    if len(body) != 1 or not isinstance(body[0], ast.Assign) or not isinstance(body[0].value, ast.Call):
+        return False
+    call = body[0].value
+    literal = [isinstance(arg, ast.Constant) and isinstance(arg.value, str) for arg in call.args]
+    return isinstance(call.func, ast.Name) and call.func.id == "compile_module" and literal == [True, True]
 
 
 def _parse(source: str) -> ast.AST:
