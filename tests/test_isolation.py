@@ -113,8 +113,10 @@ def test_the_kernel_environment_is_an_allow_list():
         "PYTHONPATH": "/elsewhere",
         "LD_PRELOAD": "/evil.so",
     }
-    kept = sorted(sandbox.kernel_environment(grader))
-    assert kept == sorted(list(grader)[:10])  # neither secrets nor what changes how Python runs
+    kept = sandbox.kernel_environment(grader | {"COURSE_CPP_CACHE": "/shared/builds"})
+    # neither secrets nor what changes how Python runs; lesson 12's C++ builds stay in the sandbox
+    assert sorted(kept) == sorted([*list(grader)[:10], "COURSE_CPP_CACHE"])
+    assert kept["COURSE_CPP_CACHE"] == "/tmp/course-cpp"
 
 
 @pytest.mark.parametrize("manager", MANAGERS, ids=["cold", "warm"])

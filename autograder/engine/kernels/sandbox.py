@@ -103,16 +103,21 @@ KERNEL_VARIABLES = frozenset(
 )
 KERNEL_PREFIXES = ("LC_", "COURSE_", "JPY_")
 KERNEL_SUFFIXES = ("_NUM_THREADS",)
+CPP_CACHE_VARIABLE, CPP_CACHE_IN_SANDBOX = "COURSE_CPP_CACHE", "/tmp/course-cpp"  # autograder/libtorch.py
 
 
 def kernel_environment(environment: Mapping[str, str]) -> dict[str, str]:
     """The variables of ``environment`` that a grading kernel may see (an allow-list: the
     constants above); the rest, the grader's passwords, tokens and keys among them, stay out."""
-    return {
+    kept = {
         name: value
         for name, value in environment.items()
         if name in KERNEL_VARIABLES or name.startswith(KERNEL_PREFIXES) or name.endswith(KERNEL_SUFFIXES)
     }
+    # lesson 12 builds C++ in the sandbox's private /tmp (swept between notebooks), never in a
+    # folder another kernel could see, nor in the small hidden home folder
+    kept[CPP_CACHE_VARIABLE] = CPP_CACHE_IN_SANDBOX
+    return kept
 
 
 def sandbox_user() -> tuple[int, int]:
