@@ -40,6 +40,7 @@ INPUTS = [
     "autograder/hidden/*.py",
     "autograder/timing.py",
     "autograder/capstone.py",
+    "autograder/libtorch.py",
     "autograder/lessons.py",
     "autograder/grading.py",
     "tests/nbval_sanitize.cfg",
