@@ -22,7 +22,7 @@ import torch
 
 from autograder import grading, lessons
 from autograder.checks import CheckFailure
-from tests.test_mutations import CATALOGUE, _buggy, _stub
+from tests.test_mutations import CATALOGUE, CPP_EXERCISES, _buggy, _reference, _stub
 
 GLOBAL_SETTERS = {
     "set_default_dtype",
@@ -130,10 +130,12 @@ def _outcome(test: grading.GradedTest, implementation) -> tuple[str, str]:
 
 
 def _implementations(exercise: str) -> list:
-    import solutions
+    if exercise in CPP_EXERCISES:  # lesson 12: the reference, the stub and each mistake, compiled from C++
+        from tests.alternatives import libtorch as cpp_variants
 
+        return [cls for (owner, _), cls in cpp_variants.compiled().items() if owner == exercise]
     return [
-        getattr(solutions, exercise),
+        _reference(exercise),
         _stub(exercise),
         *(_buggy(exercise, mistake) for mistake in CATALOGUE[exercise]),
     ]

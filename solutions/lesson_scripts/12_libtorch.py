@@ -180,22 +180,18 @@ checks.check_cpp_mha_mask(CppMultiHeadAttention)
 
 
 # %% experiment
-class OperationLog(TorchDispatchMode):
-    """Records the name of every ATen operation dispatched inside the block."""
-
-    def __init__(self):
-        super().__init__()
-        self.names = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.names.append(func.overloadpacket.__name__)
-        return func(*args, **(kwargs or {}))
-
-
 def operations(module, *inputs):
-    with torch.no_grad(), OperationLog() as log:
+    """The names of the ATen operations that ``module(*inputs)`` dispatches, in order."""
+    names = []
+
+    class OperationLog(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            names.append(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    with torch.no_grad(), OperationLog():
         module(*inputs)
-    return log.names
+    return names
 
 
 python_mha = MultiHeadAttention(16, 2).double().eval()
