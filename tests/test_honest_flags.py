@@ -45,7 +45,7 @@ from autograder.engine import judge
 from autograder.engine.remote import Channel, Endpoint, models_read_only
 from autograder.hidden.core import SEED_VARIABLE
 from autograder.lessons import EXERCISES, written_lessons
-from tests.test_mutations import CATALOGUE, _buggy, _stub
+from tests.test_mutations import CATALOGUE, CPP_EXERCISES, _buggy, _stub
 
 SEEDS = range(20260101, 20260121)
 PER_SUBMISSION = int(os.environ.get("COURSE_HONEST_SEEDS", "1"))
@@ -97,6 +97,10 @@ def _replacement(exercise: str | None, kind: str, mistake):
     stub, or the mistake."""
     if kind == "reference":
         return None
+    if exercise in CPP_EXERCISES:  # lesson 12: nbgrader's stub and the mistakes, compiled from C++
+        from tests.alternatives import libtorch as cpp_variants
+
+        return cpp_variants.compiled()[exercise, "stub" if kind == "stub" else mistake.name]
     return _stub(exercise) if kind == "stub" else _buggy(exercise, mistake)
 
 
