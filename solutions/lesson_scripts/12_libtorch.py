@@ -204,16 +204,19 @@ print(f"Python MultiHeadAttention: {len(python_ops)} ATen operations")
 print(f"C++ MultiHeadAttention:    {len(cpp_ops)} ATen operations")
 print("the first projection, Python:", python_ops[:4])
 print("the first projection, C++:   ", cpp_ops[:5])
+print("operations only Python uses:", sorted(set(python_ops) - set(cpp_ops)))
+print("operations only C++ uses:   ", sorted(set(cpp_ops) - set(python_ops)))
 with torch.no_grad():
     agree = torch.allclose(cpp_mha(x, x, x, mask), python_mha(x, x, x, mask), rtol=0, atol=1e-12)
 print(f"outputs within 1e-12 of each other (float64): {agree}")
 
 # %% [markdown]
-# Between the projections, the two lists are the same operations in the same order: the
-# reshapes, the two batched matrix products, the division, the masking and the softmax. The
-# projections differ in spelling only: Python's `nn.Linear` on a 3-D input folds the bias into one
-# `addmm`, while the C++ frontend's `torch::nn::Linear` computes a `mm` and then adds the bias in
-# place. The outputs agree to the rounding of float64, or exactly.
+# The two lists differ in two places only. The projections: Python's `nn.Linear` on a 3-D input
+# folds the bias into one `addmm`, while the C++ frontend's `torch::nn::Linear` computes a `mm` and
+# then adds the bias in place (`add_`). And the mask's negation: lesson 05 writes `~mask`
+# (`bitwise_not`), the C++ `mask->logical_not()`, which agree on booleans. Everything else, the
+# reshapes, the two batched matrix products, the division, the masking and the softmax, is the same
+# operations in the same order, and the outputs agree to the rounding of float64.
 #
 # So C++ changes **who decides** which operation comes next, not **how** an operation computes.
 # In Python each step costs the interpreter some microseconds: looking up `self.w_q`, calling
