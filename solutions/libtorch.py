@@ -2,15 +2,15 @@
 
 Each is a ``torch::nn::Module`` whose submodules are registered under the contract's attribute
 names, so that the Python reference's weights load by name. The C++ text is data here: importing
-this module compiles nothing. ``build()`` compiles the three in one extension (one compile) and
-returns their Python classes; the lesson's notebook compiles each in its own exercise cell.
+this module compiles nothing. ``build()`` compiles each as the lesson's exercise cell does (three
+builds, cached, which the notebook and the tests share) and returns their Python classes.
 
 The C++ marks its solution with ``// ### BEGIN SOLUTION`` comments: nbgrader replaces each such
 region with its Python stub lines, which ``autograder.libtorch`` reads as C++ (a comment and a
 ``NotImplementedError``).
 """
 
-from autograder.libtorch import CppModule, CppSource, Part, compile_many
+from autograder.libtorch import CppModule, CppSource
 
 CppEmbedding = CppSource(
     "Embedding",
@@ -115,8 +115,7 @@ SOURCES = (CppEmbedding, CppPositionwiseFeedForward, CppMultiHeadAttention)
 
 
 def build(verbose: bool = False) -> dict[str, type[CppModule]]:
-    """The three reference modules in one extension: "Embedding", "PositionwiseFeedForward" and
-    "MultiHeadAttention" -> their Python classes (``CppModule``s)."""
-    return compile_many(
-        [Part(exercise.name, exercise.name, exercise.source) for exercise in SOURCES], verbose
-    )
+    """The three reference modules: "Embedding", "PositionwiseFeedForward" and "MultiHeadAttention" ->
+    their Python classes (``CppModule``s). Each is built as the lesson's exercise cell builds it, so
+    the notebook, the tests and the benchmark share the same three cached builds."""
+    return {exercise.name: exercise.compile(verbose) for exercise in SOURCES}
