@@ -20,7 +20,6 @@ import zipfile
 from pathlib import Path
 
 import nbformat
-import sqlalchemy.exc
 from nbformat.warnings import MissingIDFieldWarning
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.apps import NbGraderAPI
@@ -47,9 +46,7 @@ STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]*")
 # A lesson's notebook with its outputs is about 1 MiB; far larger is an upload gone wrong.
 MAX_NOTEBOOK_BYTES = 50 * 2**20
 
-# nbgrader's gradebook and older notebooks warn about things that do not affect the grades.
-warnings.filterwarnings("ignore", category=sqlalchemy.exc.SAWarning)
-warnings.filterwarnings("ignore", category=MissingIDFieldWarning)
+warnings.filterwarnings("ignore", category=MissingIDFieldWarning)  # older notebooks: no effect on grades
 
 
 # What the pipeline writes into its workspace, so that nbgrader's own tools started there (the
@@ -404,7 +401,8 @@ class Pipeline:
     def export_lms(self, kind: str, roster: Path, path: Path) -> Path:
         """Canvas's or Moodle's grade import (autograder/instructor/lms.py), late penalties applied;
         the roster report and unreadable hand-in times go into the problems."""
-        self.problems += lms.export(self.workspace, self.scores(), roster, path, kind)
+        found = lms.export(self.workspace, self.scores(), roster, path, kind)
+        self.problems += [problem for problem in found if problem not in self.problems]  # once per run
         return path
 
     def table(self) -> str:
