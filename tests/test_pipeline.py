@@ -207,3 +207,35 @@ def test_grades_csv_has_a_row_per_submission_and_totals(demo):
         == sum(sum(_test_points(lesson).values()) for lesson in SAMPLE_LESSONS)
     )
     assert "Scores (student x lesson)" in output and "s per notebook" in output
+
+
+def test_the_demo_runs_the_instructors_week_on_the_sample_course(demo):
+    workspace, output = demo
+    rows = {(r["student"], r["lesson"]): r for r in csv.DictReader((workspace / "grades.csv").open())}
+    # autograder/sample_course: ben is one second late in 02 (1 day, 10%), and 24 h 31 min late in 04
+    # across the night the clocks go back (2 days, 20%); ada is on time; dev's time is the files' own
+    assert (
+        rows["ben", "02_positional_encoding"]["days_late"],
+        rows["ben", "02_positional_encoding"]["after_late"],
+    ) == (
+        "1",
+        f"{float(rows['ben', '02_positional_encoding']['score']) * 0.9:g}",
+    )
+    assert (
+        rows["ben", "04_masking"]["days_late"] == "2"
+        and "(timestamp.txt)" in rows["ben", "04_masking"]["handed_in"]
+    )
+    assert rows["ada", "TOTAL"]["after_late"] == rows["ada", "TOTAL"]["score"]
+    assert (
+        rows["dev", "03_attention"]["after_late"] == rows["dev", "03_attention"]["score"]
+    )  # never on files' time
+    canvas = (workspace / "canvas.csv").read_text(encoding="utf-8")
+    assert canvas.splitlines()[1].startswith("    Points Possible") and '"Okafor, Benjamin ""Ben"""' in canvas
+    assert "Ева Смирнова" in (workspace / "moodle.csv").read_text(encoding="utf-8")
+    assert "no scaling" in (workspace / "insights" / "index.html").read_text()
+    assert (workspace / "insights" / "insights.csv").is_file() and (
+        workspace / "similarity" / "similarity.csv"
+    ).is_file()
+    assert "ben,03_attention" in (workspace / "regrades.csv").read_text()
+    for shown in ("canvas.csv (Canvas)", "Insights:", "Similarity:", "Regrade:  ben / 03_attention"):
+        assert shown in output

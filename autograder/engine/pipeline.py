@@ -20,7 +20,6 @@ import zipfile
 from pathlib import Path
 
 import nbformat
-import sqlalchemy.exc
 from nbformat.warnings import MissingIDFieldWarning
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.apps import NbGraderAPI
@@ -47,9 +46,7 @@ STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]*")
 # A lesson's notebook with its outputs is about 1 MiB; far larger is an upload gone wrong.
 MAX_NOTEBOOK_BYTES = 50 * 2**20
 
-# nbgrader's gradebook and older notebooks warn about things that do not affect the grades.
-warnings.filterwarnings("ignore", category=sqlalchemy.exc.SAWarning)
-warnings.filterwarnings("ignore", category=MissingIDFieldWarning)
+warnings.filterwarnings("ignore", category=MissingIDFieldWarning)  # older notebooks: no effect on grades
 
 
 # What the pipeline writes into its workspace, so that nbgrader's own tools started there (the
@@ -386,25 +383,43 @@ class Pipeline:
         return found
 
     def export(self, path: Path) -> Path:
-        """grades.csv: one row per student and lesson, then one total row per student."""
+        """grades.csv: one row per student and lesson (its score, when it was handed in and by
+        which witness, days late, and the score after the late penalty of course.toml), then one
+        total row per student."""
         scores = self.scores()
+        policy = late.load(self.workspace)
+        handed, problems = late.handed_times(self.submitted, list(scores), policy.zone)
+        self.problems += [problem for problem in problems if problem not in self.problems]
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("w", newline="") as handle:
             writer = csv.writer(handle)
-            writer.writerow(["student", "lesson", "score", "max_score"])
+            writer.writerow(
+                ["student", "lesson", "score", "max_score", "handed_in", "days_late", "after_late"]
+            )
+            kept: dict[str, float] = {}
             for (student, lesson), (score, most) in sorted(scores.items()):
-                writer.writerow([student, lesson, f"{score:g}", f"{most:g}"])
-            for student in sorted({student for student, _ in scores}):
-                mine = [value for (who, _), value in scores.items() if who == student]
-                writer.writerow(
-                    [student, "TOTAL", f"{sum(s for s, _ in mine):g}", f"{sum(m for _, m in mine):g}"]
+                when = handed[student, lesson]
+                lateness = late.assess(policy, student, lesson, when, score)
+                kept[student] = kept.get(student, 0.0) + lateness.score
+                shown = (
+                    f"{when.at.astimezone(policy.zone).isoformat(timespec='seconds')} ({when.source})"
+                    if when
+                    else ""
                 )
+                writer.writerow(
+                    [student, lesson, f"{score:g}", f"{most:g}", shown, lateness.days, f"{lateness.score:g}"]
+                )
+            for student in sorted(kept):
+                mine = [value for (who, _), value in scores.items() if who == student]
+                total, most = sum(s for s, _ in mine), sum(m for _, m in mine)
+                writer.writerow([student, "TOTAL", f"{total:g}", f"{most:g}", "", "", f"{kept[student]:g}"])
         return path
 
     def export_lms(self, kind: str, roster: Path, path: Path) -> Path:
         """Canvas's or Moodle's grade import (autograder/instructor/lms.py), late penalties applied;
         the roster report and unreadable hand-in times go into the problems."""
-        self.problems += lms.export(self.workspace, self.scores(), roster, path, kind)
+        found = lms.export(self.workspace, self.scores(), roster, path, kind)
+        self.problems += [problem for problem in found if problem not in self.problems]  # once per run
         return path
 
     def table(self) -> str:

@@ -17,10 +17,12 @@ import functools
 import logging
 import os
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+import sqlalchemy.exc
 from nbformat import NotebookNode
 from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
@@ -103,6 +105,11 @@ def failure_reason(error: BaseException) -> str:
 def _sandbox_problem() -> str | None:
     return sandbox_problem()
 
+
+# nbgrader's gradebook warns, when it records a submission's timestamp.txt, about objects that are
+# not in its session; the grades are recorded all the same. Here, so that worker processes (which
+# import this module, not the pipeline) are quiet too.
+warnings.filterwarnings("ignore", category=sqlalchemy.exc.SAWarning)
 
 _QUIET = logging.getLogger("autograder.grading")  # nbgrader's log: its failures come back as values
 _QUIET.addHandler(logging.NullHandler())
