@@ -147,7 +147,8 @@ def test_a_kernel_runs_as_its_own_user_with_every_limit_the_instructor_set(manag
     identity, shadow, rlimits, scratch, groups, keyring = _printed(client.execute())[0].splitlines()
     user, environment = identity.split(" ", 1)
     assert int(user) == (sandbox.NOBODY if ROOT else os.geteuid())
-    assert environment == "['COURSE_DEVICE', 'COURSE_HIDDEN_SEED']"  # the course's own, no password
+    # the course's own (lesson 12's private build folder, the device, the seed), no password
+    assert environment == "['COURSE_CPP_CACHE', 'COURSE_DEVICE', 'COURSE_HIDDEN_SEED']"
     if ROOT:  # as the grader's own user, a kernel reads what the grader reads but the hidden folders
         assert shadow == "/etc/shadow denied"
     memory = int(LIMITS.memory_gib * 2**30)

@@ -25,8 +25,9 @@ from autograder.engine.judge import Judge, run_test_cell
 from autograder.engine.remote import Channel, Endpoint, models_read_only
 from autograder.hidden.core import SEED_VARIABLE
 from autograder.lessons import EXERCISES
+from solutions import libtorch as cpp_reference
 from tests.alternatives import ALTERNATIVES
-from tests.test_mutations import CATALOGUE, CHECKS, HIDDEN, _buggy, _stub
+from tests.test_mutations import CATALOGUE, CHECKS, CPP_EXERCISES, HIDDEN, _buggy, _stub
 from tests.test_structural_mistakes import CASES as STRUCTURAL
 from tests.test_structural_mistakes import _built_wrongly
 
@@ -92,6 +93,8 @@ def _implementation(exercise: str, kind: str, which):
     import solutions
 
     if kind == "reference":
+        if exercise in CPP_EXERCISES:  # lesson 12: the reference's C++, built as its exercise cell builds it
+            return cpp_reference.build()[exercise.removeprefix("Cpp")]
         return getattr(solutions, exercise)
     if kind == "stub":
         return _stub(exercise)
