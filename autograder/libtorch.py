@@ -215,6 +215,16 @@ def build_key(unit: str) -> str:
     return digest.hexdigest()[:20]
 
 
+def build_name(unit: str) -> str:
+    """The name of the build of ``unit``: its folder in a cache, its library, its Python module."""
+    return f"course_{build_key(unit)}"
+
+
+def cell_part(name: str, source: str) -> Part:
+    """The one part an exercise cell ``compile_module(name, source)`` builds (its label is its binding)."""
+    return Part(name, name, source)
+
+
 def cache_roots() -> list[Path]:
     """Where builds are looked for, in order; new builds go to the first. ``COURSE_CPP_CACHE`` lists
     them (separated by ``os.pathsep``: a kernel's private folder, then a shared read-only cache that
@@ -340,7 +350,7 @@ def compile_parts(parts: list[Part], verbose: bool = False) -> ModuleType:
     if key in _LOADED:
         _NOTES[key] = "already imported in this process"
         return _LOADED[key]
-    name = f"course_{key}"
+    name = build_name(unit)
     start = time.perf_counter()
     library, how = finished_library(name), "loaded from the cache in {:.2f} s"
     if library is None:
@@ -354,11 +364,15 @@ def compile_parts(parts: list[Part], verbose: bool = False) -> ModuleType:
     return module
 
 
-def _build_here(folder: Path, name: str) -> None:
-    """The child's work in ``build_library``: load_inline on the unit that waits in ``folder``."""
-    from torch.utils.cpp_extension import load_inline
+def _build_here(folder: Path, name: str, load: bool = True) -> None:
+    """The child's work in ``build_library``: load_inline on the unit that waits in ``folder``.
+    Without ``load`` the library is built (ninja, the compiler, the linker) and never imported:
+    the grader's trusted build step (autograder/engine/cpp_cache.py) runs no code it compiled."""
+    from torch.utils import cpp_extension
 
-    load_inline(
+    if not load:  # load_inline imports through this one function, after the build
+        cpp_extension._import_module_from_library = lambda module, path, is_python_module: None
+    cpp_extension.load_inline(
         name=name,
         cpp_sources=[(folder / "unit.cpp").read_text()],
         build_directory=str(folder),
@@ -468,7 +482,7 @@ def compile_module(name: str, source: str, verbose: bool = False) -> type[CppMod
 
     ``name`` is one of ``BINDINGS`` ("Embedding", "PositionwiseFeedForward", "MultiHeadAttention").
     """
-    part = Part(name, name, source)
+    part = cell_part(name, source)
     try:
         extension = compile_parts([part], verbose)
     except (CompileError, CompilerMissing) as error:
@@ -518,12 +532,15 @@ class CppSource:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m autograder.libtorch build FOLDER NAME``: the child that ``build_library`` starts."""
-    if len(argv) != 3 or argv[0] != "build":
-        print("usage: python -m autograder.libtorch build FOLDER NAME", file=sys.stderr)
+    """``python -m autograder.libtorch build FOLDER NAME [--no-import]``: the child that
+    ``build_library`` starts (which imports what it built), or the grader's trusted build step's
+    (``--no-import``: build only)."""
+    load = "--no-import" not in argv[3:]
+    if len(argv) not in (3, 4) or argv[0] != "build" or argv[3:] not in ([], ["--no-import"]):
+        print("usage: python -m autograder.libtorch build FOLDER NAME [--no-import]", file=sys.stderr)
         return 2
     try:
-        _build_here(Path(argv[1]), argv[2])
+        _build_here(Path(argv[1]), argv[2], load)
     except RuntimeError as error:
         print(error)
         return 1

@@ -14,6 +14,7 @@ from nbgrader.converters import Autograde, GenerateAssignment
 from nbgrader.preprocessors import Execute, OverwriteCells
 from traitlets.config import Config
 
+from autograder.engine.cpp_cache import shared_cache
 from autograder.engine.execute import CourseExecute
 from autograder.engine.feedback_page import offline_feedback
 from autograder.engine.inert import InertNotebook
@@ -92,6 +93,7 @@ def sandboxed(workspace: Path, limits: Limits, warm: bool = True) -> Config:
     c = executed_by(WarmExecute if warm else SandboxedExecute)
     manager = c.SandboxSettings  # both kernel managers' settings
     manager.hidden = [str(workspace.resolve())]
+    manager.cpp_cache = str(shared_cache(workspace))  # lesson 12's trusted builds, read-only
     manager.memory_gib = limits.memory_gib
     manager.cpu_s = limits.cpu_s
     manager.open_files = limits.open_files

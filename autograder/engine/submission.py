@@ -29,6 +29,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.utils import determine_grade, is_grade
 from traitlets.config import Config
 
+from autograder.engine.cpp_cache import prebuild, shared_cache
 from autograder.engine.execute import GradingStopped
 from autograder.engine.flags import Flag, flags
 from autograder.engine.judge import JUDGE_METADATA
@@ -156,6 +157,8 @@ def grade(setup: Setup, lesson: str, student: str) -> Graded:
 
     if setup.sandbox is not None and (reason := _sandbox_problem()) is not None:
         return failed(f"cannot grade in the sandbox on this machine: {reason}")
+    if setup.sandbox is not None:  # lesson 12's C++, built by the grader where kernels only read it
+        prebuild(folder, shared_cache(setup.workspace), setup.sandbox, hidden=(setup.workspace,))
     app = _autograde(setup, lesson, student)
     if app.failure is not None:
         return failed(failure_reason(app.failure))

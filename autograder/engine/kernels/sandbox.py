@@ -106,18 +106,31 @@ KERNEL_SUFFIXES = ("_NUM_THREADS",)
 CPP_CACHE_VARIABLE, CPP_CACHE_IN_SANDBOX = "COURSE_CPP_CACHE", "/tmp/course-cpp"  # autograder/libtorch.py
 
 
-def kernel_environment(environment: Mapping[str, str]) -> dict[str, str]:
+def kernel_environment(environment: Mapping[str, str], shared_cpp_cache: str = "") -> dict[str, str]:
     """The variables of ``environment`` that a grading kernel may see (an allow-list: the
-    constants above); the rest, the grader's passwords, tokens and keys among them, stay out."""
+    constants above); the rest, the grader's passwords, tokens and keys among them, stay out.
+    ``shared_cpp_cache``: the grader's cache of trusted C++ builds (read-only in the sandbox), if any."""
     kept = {
         name: value
         for name, value in environment.items()
         if name in KERNEL_VARIABLES or name.startswith(KERNEL_PREFIXES) or name.endswith(KERNEL_SUFFIXES)
     }
     # lesson 12 builds C++ in the sandbox's private /tmp (swept between notebooks), never in a
-    # folder another kernel could see, nor in the small hidden home folder
-    kept[CPP_CACHE_VARIABLE] = CPP_CACHE_IN_SANDBOX
+    # folder another kernel could see, nor in the small hidden home folder; finished builds are
+    # also found in the grader's shared cache, which the sandbox binds read-only (shared_folders)
+    caches = [CPP_CACHE_IN_SANDBOX, *([shared_cpp_cache] if shared_cpp_cache else [])]
+    kept[CPP_CACHE_VARIABLE] = os.pathsep.join(caches)
     return kept
+
+
+def shared_folders(shared_cpp_cache: str) -> tuple[Path, ...]:
+    """The folders a kernel reads and never writes, made if missing (bwrap binds only what exists):
+    the grader's cache of trusted C++ builds (autograder/engine/cpp_cache.py), when there is one."""
+    if not shared_cpp_cache:
+        return ()
+    folder = Path(shared_cpp_cache).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    return (folder,)
 
 
 def sandbox_user() -> tuple[int, int]:
@@ -308,13 +321,15 @@ class SandboxSpec:
     Mounts, in order (the order matters: a readable folder may hold a hidden one, as the
     repository holds ./workspace, never the reverse): the ``private`` folders (private_roots())
     empty, the ``readable`` folders under them bound back read-only, the ``hidden`` folders
-    emptied, then the ``writable`` ones bound back."""
+    emptied, then the ``shared`` ones bound back read-only (they may lie in a hidden folder: the
+    grader's cache of C++ builds lies in the hidden workspace), then the ``writable`` ones."""
 
     limits: Limits
     writable: tuple[Path, ...] = ()
     hidden: tuple[Path, ...] = ()
     readable: tuple[Path, ...] = ()
     private: tuple[Path, ...] = (Path("/tmp"),)
+    shared: tuple[Path, ...] = ()
     # the zygote: process 1 of its sandbox (no bwrap init holding its pipe's other ends, and no
     # kernel's signal reaches it), with a folder of POSIX message queues to list and empty
     as_pid_1: bool = False
@@ -354,6 +369,9 @@ class SandboxSpec:
                 bound.append(folder)
         for folder in self.hidden:
             mounts.append((["--size", str(FOLDER_BYTES), "--tmpfs", str(folder)], folder))
+        for folder in self.shared:
+            parents = _parents(folder, [*self.private, *self.hidden], bound)
+            mounts.append(([*parents, "--ro-bind", str(folder), str(folder)], None))
         for folder in self.writable:
             parents = _parents(folder, [*self.private, *self.hidden], bound)
             mounts.append(([*parents, "--bind", str(folder), str(folder)], None))
@@ -440,6 +458,7 @@ class SandboxSettings(AsyncKernelManager):
         config=True
     )
     folder_files = Integer(Caps.files, help="files and folders kept of what a kernel leaves").tag(config=True)
+    cpp_cache = Unicode("", help="the grader's cache of trusted C++ builds, bound read-only").tag(config=True)
     left_behind: list[str] = []  # what the kernel left and was not kept: replaced, never changed
 
     def limits(self) -> Limits:
@@ -477,7 +496,7 @@ class SandboxedKernelManager(SandboxSettings):
         command, kw = await super()._async_pre_start_kernel(**kw)  # the connection file is written
         for folder in (self._workdir, self._private):
             give_to_sandbox(folder)
-        kw["env"] = kernel_environment(kw["env"])
+        kw["env"] = kernel_environment(kw["env"], self.cpp_cache)
         kw["pass_fds"] = (self._filter,)
         return command, kw
 
@@ -491,6 +510,7 @@ class SandboxedKernelManager(SandboxSettings):
             hidden=tuple(hidden),
             readable=tuple(needed()),
             private=tuple(private_roots()),
+            shared=shared_folders(self.cpp_cache),
         )
         sandboxed = spec.command(command, seccomp_fd=self._filter)
         self._group = sandbox_group(self.limits())

@@ -63,6 +63,7 @@ from autograder.engine.kernels.sandbox import (
     private_roots,
     remove_group,
     sandbox_group,
+    shared_folders,
 )
 from autograder.engine.kernels.sandbox import problem as sandbox_problem
 
@@ -80,12 +81,14 @@ class ZygoteError(RuntimeError):
 class ZygoteSpec:
     """What a zygote is started with: the interpreter of the kernelspec, the hidden folders,
     the limits, and the kernels' environment (``kernel_environment``'s: modules read it when
-    the zygote imports them). A kernel whose spec differs gets a fresh zygote."""
+    the zygote imports them), and the grader's cache of C++ builds that the sandbox binds
+    read-only. A kernel whose spec differs gets a fresh zygote."""
 
     python: str
     hidden: tuple[str, ...]
     limits: Limits
     environment: frozenset[tuple[str, str]]
+    cpp_cache: str = ""
 
 
 @functools.cache
@@ -176,6 +179,7 @@ class Zygote:
             hidden=tuple(Path(folder) for folder in spec.hidden),
             readable=tuple(needed()),
             private=tuple(private_roots()),
+            shared=shared_folders(spec.cpp_cache),
             as_pid_1=True,
         )
         keyring_filter = seccomp.filter_fd()
@@ -255,7 +259,7 @@ class Zygote:
     def fork(self, argv: list[str], env: dict[str, str], cwd: Path) -> int:
         """A new kernel, ``ipykernel_launcher`` with ``argv``, under the sandbox's per-process
         limits; its pid in the sandbox."""
-        env = {**kernel_environment(env), **self.sandbox.environment()}
+        env = {**kernel_environment(env, self.spec.cpp_cache), **self.sandbox.environment()}
         limits = self.sandbox.rlimits()
         return self.request("fork", argv=argv, env=env, cwd=str(cwd), limits=limits)["pid"]
 
@@ -415,9 +419,9 @@ class ZygoteProvisioner(LocalProvisioner):
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
         manager = self.parent
         limits = manager.limits()
-        environment = frozenset(kernel_environment(kwargs["env"]).items())
+        environment = frozenset(kernel_environment(kwargs["env"], manager.cpp_cache).items())
         hidden = tuple(str(Path(folder).resolve()) for folder in manager.hidden)
-        spec = ZygoteSpec(cmd[0], hidden, limits, environment)
+        spec = ZygoteSpec(cmd[0], hidden, limits, environment, manager.cpp_cache)
         argv = kernel_arguments(cmd)
         self.zygote = ZYGOTES.claim(spec, owner=self)
         self.exit_code, self.waited, self.inside = None, False, None
