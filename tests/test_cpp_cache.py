@@ -1,0 +1,189 @@
+"""Lesson 12's shared cache of C++ builds (autograder/engine/cpp_cache.py): the grader fills it, kernels
+only read it, and no submission can make another import a library of its making.
+
+Builds are counted in the cache (its build log and folders), never timed. Two real compiles run
+here (about 20 s each): the reference's Embedding, built by the trusted step once for two
+submissions, and a variant that a kernel builds privately. Kernels are stood for by Python processes
+in the grading kernels' sandbox: the same mounts (the workspace hidden, the shared cache bound
+read-only, a private /tmp) and the same environment (``kernel_environment``).
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import libtorch
+from autograder.engine import cpp_cache
+from autograder.engine.kernels import sandbox
+from autograder.engine.kernels.sandbox import Limits, SandboxSpec
+from solutions.libtorch import CppEmbedding
+
+pytestmark = pytest.mark.skipif(sandbox.problem() is not None, reason=str(sandbox.problem()))
+
+REFERENCE_CELL = CppEmbedding.cell("CppEmbedding")
+NOT_LITERAL = [
+    f"source = r'''{CppEmbedding.source}'''\nCppEmbedding = compile_module('Embedding', source)",
+    f'CppEmbedding = compile_module("Embedding", r"""{CppEmbedding.source}""" + "")',
+    f'CppEmbedding = compile_module(name="Embedding", source=r"""{CppEmbedding.source}""")',
+    f'Other = compile_module("Embedding", r"""{CppEmbedding.source}""")',  # not an exercise's name
+    f'CppEmbedding = compile_module("Unknown", r"""{CppEmbedding.source}""")',
+]
+
+
+def submission(folder: Path, *cells: str) -> Path:
+    """A submission folder holding one notebook with ``cells`` as code cells."""
+    folder.mkdir(parents=True)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell) for cell in cells])
+    nbformat.write(nb, folder / "libtorch.ipynb")
+    return folder
+
+
+def in_kernel_sandbox(workspace: Path, code: str, defended: bool = True) -> subprocess.CompletedProcess:
+    """Run Python ``code`` as a grading kernel runs: the workspace hidden, its shared cache bound
+    back read-only (``defended``) or writable (as it would be without the defence)."""
+    cache = cpp_cache.shared_cache(workspace)
+    folders = sandbox.shared_folders(str(cache))
+    spec = SandboxSpec(
+        Limits(),
+        hidden=(workspace.resolve(),),
+        readable=tuple(sandbox.needed()),
+        private=tuple(sandbox.private_roots()),
+        shared=folders if defended else (),
+        writable=() if defended else folders,
+    )
+    if not defended:
+        sandbox.give_to_sandbox(cache)  # as a kernel's own folder is
+    environment = sandbox.kernel_environment(os.environ, str(cache))
+    return subprocess.run(
+        spec.command([sys.executable, "-c", code]), env=environment, capture_output=True, text=True, cwd="/"
+    )
+
+
+def kernel_compiles(workspace: Path, source: str) -> dict:
+    """What a sandboxed kernel's ``compile_module("Embedding", source)`` did: how it had the build
+    (``build_note``), from which library, and whether the module computes."""
+    code = f"""
+import json, torch
+from autograder import libtorch
+cls = libtorch.compile_module("Embedding", {source!r})
+unit = libtorch.translation_unit([libtorch.cell_part("Embedding", {source!r})])
+out = cls(11, 4)(torch.tensor([[1, 2]]))
+library = libtorch.finished_library(libtorch.build_name(unit))
+print(json.dumps({{"note": cls.build_note, "library": str(library), "shape": list(out.shape)}}))
+"""
+    done = in_kernel_sandbox(workspace, code)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """A workspace where the trusted step ran for two submissions of the same C++ (ada, then bob)."""
+    if libtorch.missing_tools():
+        pytest.skip(libtorch.explain_missing(libtorch.missing_tools()))
+    workspace = tmp_path_factory.mktemp("workspace")
+    cache = cpp_cache.shared_cache(workspace)
+    runs = {}
+    for student in ("ada", "bob"):
+        folder = submission(workspace / "submitted" / student / "12_libtorch", "import torch", REFERENCE_CELL)
+        runs[student] = cpp_cache.prebuild(folder, cache, Limits(), hidden=(workspace,))
+    return workspace, runs
+
+
+def reference_build() -> str:
+    return libtorch.build_name(
+        libtorch.translation_unit([libtorch.cell_part("Embedding", CppEmbedding.source)])
+    )
+
+
+def test_a_kernel_can_write_a_writable_shared_folder_and_cannot_write_the_read_only_one(tmp_path):
+    workspace = tmp_path / "workspace"
+    cache = cpp_cache.shared_cache(workspace)
+    plant = f"open({str(cache / 'planted')!r}, 'w').write('x'); print('planted')"
+    attack = in_kernel_sandbox(workspace, plant, defended=False)
+    assert attack.returncode == 0 and (cache / "planted").is_file(), attack.stderr  # without the defence
+    (cache / "planted").unlink()
+    defended = in_kernel_sandbox(workspace, plant)
+    assert defended.returncode != 0 and "Read-only file system" in defended.stderr, defended.stderr
+    assert not (cache / "planted").exists()
+    # the kernel sees the cache (second in its list), but nothing else of the workspace
+    (workspace / "gradebook.db").write_text("secret")
+    look = f"import os; print(os.environ['COURSE_CPP_CACHE'], os.listdir({str(workspace)!r}))"
+    seen = in_kernel_sandbox(workspace, look)
+    assert seen.stdout.split()[0] == f"/tmp/course-cpp:{cache}"
+    assert "gradebook.db" not in seen.stdout
+
+
+def test_the_grading_configuration_binds_the_workspace_cache_into_every_kernel(tmp_path):
+    from autograder.engine.nbgrader_config import course_config
+
+    config = course_config(tmp_path)
+    assert config.SandboxSettings.cpp_cache == str(cpp_cache.shared_cache(tmp_path))
+
+
+def test_two_submissions_of_the_same_cpp_cost_one_build_and_the_second_kernel_imports_it(graded):
+    workspace, runs = graded
+    cache = cpp_cache.shared_cache(workspace)
+    name = reference_build()
+    assert runs["ada"].built == [name] and runs["bob"].found == [name] and not runs["bob"].built
+    assert len(cpp_cache.builds_logged(cache)) == 1
+    assert [folder.name for folder in cache.iterdir() if folder.is_dir()] == [name]
+    seen = kernel_compiles(workspace, CppEmbedding.source)
+    assert seen["note"].startswith("loaded from the cache"), seen
+    assert seen["library"] == str(cache / name / f"{name}.so") and seen["shape"] == [1, 2, 4]
+
+
+@pytest.mark.parametrize("cell", NOT_LITERAL)
+def test_a_cell_that_is_not_a_literal_compile_module_call_is_not_prebuilt(tmp_path, cell):
+    folder = submission(tmp_path / "submitted" / "cy" / "12_libtorch", cell)
+    assert cpp_cache.submission_units(folder) == {}
+    assert cpp_cache.prebuild(folder, tmp_path / "cache", Limits()) == cpp_cache.Prebuilt()
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_cell_not_prebuilt_still_builds_privately_in_its_kernel(graded):
+    workspace, _ = graded
+    variant = CppEmbedding.source + "\n// a comment of cy's own\n"
+    seen = kernel_compiles(workspace, variant)
+    assert seen["note"].startswith("compiled in"), seen
+    assert seen["library"].startswith("/tmp/course-cpp/") and seen["shape"] == [1, 2, 4]
+    assert len(cpp_cache.builds_logged(cpp_cache.shared_cache(workspace))) == 1  # not in the shared cache
+
+
+POISON = """
+import os, sys
+from autograder import libtorch
+name = {name!r}
+for root in libtorch.cache_roots():
+    try:
+        os.makedirs(os.path.join(root, name), exist_ok=True)
+        open(os.path.join(root, name, name + ".so"), "wb").write(b"poison")
+        open(os.path.join(root, name, libtorch.FINISHED), "w").write("poison")
+        print("planted", root)
+    except OSError as error:
+        print("refused", root, error.strerror)
+print("found", libtorch.finished_library(name))
+"""
+
+
+def test_a_poisoned_build_planted_by_one_kernel_is_never_imported_by_another(graded, tmp_path):
+    workspace, _ = graded
+    cache = cpp_cache.shared_cache(workspace)
+    name = reference_build()
+    # the attack: a kernel writes a "finished" build under the reference's name where it can
+    planted = in_kernel_sandbox(workspace, POISON.format(name=name))
+    assert planted.returncode == 0, planted.stderr
+    lines = planted.stdout.splitlines()
+    assert f"planted {sandbox.CPP_CACHE_IN_SANDBOX}" in lines
+    assert f"refused {cache} Read-only file system" in lines
+    # within its own sandbox the poison is what it would import: a writable cache is the channel
+    assert f"found /tmp/course-cpp/{name}/{name}.so" in lines
+    assert (cache / name / f"{name}.so").read_bytes() != b"poison"
+    # the next kernel (a sandbox of its own) finds the grader's build and imports it
+    seen = kernel_compiles(workspace, CppEmbedding.source)
+    assert seen["library"] == str(cache / name / f"{name}.so") and seen["shape"] == [1, 2, 4]
