@@ -142,3 +142,18 @@ def test_a_lesson_not_released_is_a_clear_error(tmp_path):
         similarity(tmp_path, ["03_attention"])
     with pytest.raises(ValueError, match="threshold"):
         similarity(tmp_path, threshold=1.5)
+
+
+def test_lesson_12s_reference_cpp_pairs_nobody(tmp_path):
+    """Lesson 12's solution markers sit inside the C++ string, where the tokenizer keeps them: two
+    learners who hand in the reference's C++ (the sample ada's) are boilerplate, not a pair."""
+    lesson = "12_libtorch"
+    notebook = lessons.notebook_name(lesson)
+    (tmp_path / "release" / lesson).mkdir(parents=True)
+    (tmp_path / "release" / lesson / notebook).write_bytes(lessons.course_path(lesson).read_bytes())
+    handed_in = lessons.ROOT / "autograder" / "sample_submissions" / "ada" / lesson / notebook
+    for student in ("ann", "bob"):
+        (tmp_path / "submitted" / student / lesson).mkdir(parents=True)
+        (tmp_path / "submitted" / student / lesson / notebook).write_bytes(handed_in.read_bytes())
+    (pair,) = similarity(tmp_path, [lesson]).pairs
+    assert pair.similarity < 0.1 and not pair.flagged

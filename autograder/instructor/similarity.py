@@ -24,6 +24,7 @@ import csv
 import html
 import io
 import itertools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -94,6 +95,9 @@ class _Lesson:
     boilerplate: set[int] = field(default_factory=set)
 
 
+SOLUTION_MARKER = re.compile(r"### (BEGIN|END) SOLUTION")
+
+
 def _solution_cells(path: Path) -> dict[str, str]:
     """grade_id -> source of a notebook's solution cells (the first cell of each grade_id)."""
     cells: dict[str, str] = {}
@@ -105,6 +109,13 @@ def _solution_cells(path: Path) -> dict[str, str]:
         if isinstance(grade_id, str) and isinstance(source, str):
             cells.setdefault(grade_id, source)
     return cells
+
+
+def _as_handed_in(reference: str) -> str:
+    """The reference's cell as a learner who wrote it would hand it in: without nbgrader's solution
+    markers, which in lesson 12 sit inside the C++ string (``// ### BEGIN SOLUTION``), where the
+    tokenizer keeps them, so that the reference would otherwise not match its own copy."""
+    return "\n".join(line for line in reference.splitlines() if not SOLUTION_MARKER.search(line))
 
 
 def _fingerprint(cells: list[str], boilerplate: set[int]) -> CodeFingerprint:
@@ -138,7 +149,7 @@ def _read_lesson(workspace: Path, lesson: str, problems: list[str]) -> _Lesson:
         exercises[notebook.name] = list(stubs)
         reference = SOURCE / lesson / notebook.name
         references = _solution_cells(reference) if reference.is_file() else {}
-        for code in [*stubs.values(), *(references.get(grade_id, "") for grade_id in stubs)]:
+        for code in [*stubs.values(), *(_as_handed_in(references.get(grade_id, "")) for grade_id in stubs)]:
             found.boilerplate |= CodeFingerprint(
                 "boilerplate.py", NOISE_CHARS, 1, fp=io.StringIO(code), language="python"
             ).hashes
