@@ -134,13 +134,14 @@ def browser():
 
 
 # JavaScript run in the page, on JupyterLab's application object (exposed by
-# --LabApp.expose_app_in_browser): the open notebook, its cells and its kernel.
-PANEL = "window.jupyterapp.shell.currentWidget"
+# --LabApp.expose_app_in_browser): the open notebook, its cells and its kernel. Every wait reads
+# it with optional chaining: JupyterLab defines window.jupyterapp only once it has started, and a
+# predicate that throws ends Playwright's wait at once instead of returning false.
+PANEL = "window.jupyterapp?.shell?.currentWidget"
 READY = f"""() => {{
   const panel = {PANEL};
-  return !!(panel && panel.content && panel.context && panel.context.isReady
-    && panel.sessionContext.session && panel.sessionContext.session.kernel
-    && panel.sessionContext.session.kernel.status === 'idle'
+  return !!(panel?.content && panel.context?.isReady
+    && panel.sessionContext?.session?.kernel?.status === 'idle'
     && panel.content.widgets.length > 0);
 }}"""
 SET_EXERCISE = f"""(source) => {{
@@ -151,10 +152,9 @@ EXERCISE_SOURCE = f"""() => {PANEL}.content.widgets
   .find(c => (c.model.getMetadata('nbgrader') || {{}}).solution).model.sharedModel.getSource()"""
 # Every code cell has run (an execution count) and the kernel is idle again
 ALL_RUN = f"""() => {{
-  const panel = {PANEL};
-  const code = panel.content.widgets.filter(c => c.model.type === 'code');
-  return panel.sessionContext.session.kernel.status === 'idle'
-    && code.every(c => c.model.executionCount !== null);
+  const code = ({PANEL}?.content?.widgets ?? []).filter(c => c.model.type === 'code');
+  return {PANEL}?.sessionContext?.session?.kernel?.status === 'idle'
+    && code.length > 0 && code.every(c => c.model.executionCount !== null);
 }}"""
 # Each code cell's grade_id, execution count and outputs (from the notebook's model: JupyterLab
 # leaves cells far off screen out of the page)
