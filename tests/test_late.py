@@ -11,8 +11,8 @@ import pytest
 from nbgrader.coursedir import CourseDirectory
 
 from autograder.engine import intake_time
+from autograder.engine.intake import LMS_NAMES
 from autograder.engine.intake_time import Handed
-from autograder.engine.pipeline import LMS_NAMES
 from autograder.instructor import late
 
 BERLIN = ZoneInfo("Europe/Berlin")

@@ -51,6 +51,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from autograder import lessons
 from autograder.engine import intake_time
+from autograder.engine.intake import STUDENT_ID
 from autograder.engine.intake_time import Handed
 from autograder.engine.submission import Problem
 
@@ -76,8 +77,6 @@ SOURCE_WORDS = {
     "timestamp.txt": "nbgrader's timestamp.txt",
     "folder time": "the notebook's file time",
 }
-# A student id as the intake takes it (autograder/engine/pipeline.py: STUDENT_ID).
-STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]*")
 
 
 class CourseFileError(ValueError):

@@ -33,7 +33,7 @@ import numpy as np
 from copydetect import CodeFingerprint, compare_files
 from copydetect.utils import filter_code, get_token_coverage
 
-from autograder.engine.pipeline import MAX_NOTEBOOK_BYTES, STUDENT_ID
+from autograder.engine.intake import MAX_NOTEBOOK_BYTES, STUDENT_ID
 from autograder.lessons import LESSON_NAMES, SOURCE
 
 # The shortest run of (tokenised) code that counts as a match, in characters: copydetect's default.
