@@ -4,7 +4,9 @@
 install ``REQUIREMENT`` from it (a fresh Colab runtime has no course), and the README's
 "Open in Colab" links open the lessons' notebooks there. Both point at the release's tag,
 never at a branch, so the notebook a learner opens and the checks it installs are the
-same release.
+same release. The requirement is the wheel attached to the release on GitHub
+(.github/workflows/release.yml builds and attaches it when the tag is pushed): pip installs it
+without git. Until that tag is pushed, neither the wheel nor the Colab links exist.
 """
 
 from autograder import lessons
@@ -13,7 +15,9 @@ REPOSITORY = "transformer-course/transformer-course"  # owner/name on GitHub
 DISTRIBUTION = "transformer-course"  # pyproject.toml's name
 VERSION = "0.1.0"  # pyproject.toml's version (tests/test_release_info.py keeps them equal)
 TAG = f"v{VERSION}"
-REQUIREMENT = f"{DISTRIBUTION} @ git+https://github.com/{REPOSITORY}@{TAG}"
+WHEEL = f"{DISTRIBUTION.replace('-', '_')}-{VERSION}-py3-none-any.whl"  # the name `pip wheel .` gives it
+WHEEL_URL = f"https://github.com/{REPOSITORY}/releases/download/{TAG}/{WHEEL}"
+REQUIREMENT = f"{DISTRIBUTION} @ {WHEEL_URL}"
 COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 
 
@@ -39,17 +43,33 @@ def colab_table() -> str:
 
 
 def install_lines() -> str:
-    """The lines that open every lesson's first code cell: where the course's package is missing
-    (a fresh Colab runtime), they install this release; in a clone, a pip install or under
-    grading (no network there) they find it and install nothing."""
+    """The lines that open every lesson's first code cell (autograder/authoring/build.py puts them
+    there): where the course's package is missing (a fresh Colab runtime), they install this
+    release; in a clone, a pip install or under grading (no network there) they find it and
+    install nothing. When the install fails they stop the notebook with one message: what failed,
+    the command to run by hand, and to restart the runtime. The cell is the one a learner's Run
+    All stops at when it fails (autograder/engine/keep_going.py leaves it untagged), so no cell
+    after it runs without the course."""
     return (
         "import importlib.util\n"
         "import subprocess\n"
         "import sys\n"
         "\n"
         'if importlib.util.find_spec("autograder") is None:  # a fresh Colab runtime: no course here yet\n'
-        f'    release = "{REQUIREMENT}"\n'
+        "    release = (\n"
+        f'        "{DISTRIBUTION} @ https://github.com/{REPOSITORY}"\n'
+        f'        "/releases/download/{TAG}/{WHEEL}"\n'
+        "    )\n"
         '    print(f"The course\'s checks and reference parts are missing here: installing {release}")\n'
-        '    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", release], check=True)\n'
+        '    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", release])\n'
         "    importlib.invalidate_caches()\n"
+        '    if pip.returncode != 0 or importlib.util.find_spec("autograder") is None:\n'
+        "        raise RuntimeError(\n"
+        '            f"Installing the course failed (pip exited with status {pip.returncode}; "\n'
+        '            "its message is above), so no cell below can run. "\n'
+        '            "Run this in a new cell by hand:\\n"\n'
+        "            f'    %pip install \"{release}\"\\n'\n"
+        '            "then restart the runtime (in Colab: Runtime > Restart session) "\n'
+        '            "and run this cell again."\n'
+        "        )\n"
     )

@@ -1,6 +1,8 @@
 """Which device a lesson and its checks use: CUDA, then Apple's MPS, then the CPU for the lesson;
 the checks wherever float64 exists. No GPU or MPS exists here: their availability is faked."""
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -64,12 +66,44 @@ def test_the_checks_device_holds_float64_where_the_lesson_device_may_not():
     assert x.dtype == torch.float64 and x.device.type == "cpu"
 
 
-def test_the_first_cell_names_one_device_when_both_agree_and_both_when_they_differ():
-    cpu, mps = torch.device("cpu"), torch.device("mps")
-    assert device.describe_devices(cpu, cpu) == "device: cpu"  # what nbval sees in the built notebooks
-    line = device.describe_devices(mps, cpu)
-    assert line.startswith("device: mps for the lesson's own work; the checks run on cpu")
-    assert "float64" in line
+def test_the_device_line_says_where_the_experiments_and_where_the_checks_run():
+    cpu, cuda, mps = torch.device("cpu"), torch.device("cuda"), torch.device("mps")
+    assert device.describe_devices(cpu, cpu, here=cpu) == (
+        "device: cpu for the lesson's experiments; "
+        "the checks run on cpu, in float64 (the same verdicts on every machine)"
+    )
+    on_a_gpu = device.describe_devices(cuda, cuda, here=cuda)  # lesson 10 trains on the GPU
+    assert on_a_gpu.startswith(
+        "device: cuda for the lesson's experiments; the checks run on cuda, in float64"
+    )
+    on_a_mac = device.describe_devices(mps, cpu, here=mps)
+    assert on_a_mac.startswith("device: mps for the lesson's experiments; the checks run on cpu, in float64")
+
+
+def test_a_lesson_whose_experiments_stay_on_the_cpu_says_so_on_a_gpu_machine(machine):
+    """What the H200 showed: lesson 11 printed `device: cuda` and timed the CPU. By default the line
+    names the CPU for the experiments, and the accelerator it leaves unused."""
+    machine(cuda=True, mps=False)
+    here = device.lesson_device(None)
+    line = device.describe_devices(checks=device.checks_device(here), here=here)
+    assert line.startswith(
+        "device: cpu for the lesson's experiments (cuda is here too; this lesson does not use it);"
+    )
+    assert "the checks run on cuda, in float64" in line
+
+
+def test_the_line_is_what_nbval_hides_whole():
+    """tests/nbval_sanitize.cfg replaces the whole line, so the committed outputs (written on a CPU)
+    hold on a GPU machine, whatever the line says there."""
+    import configparser
+    import re
+
+    sanitize = configparser.ConfigParser()
+    sanitize.read(Path(__file__).parent / "nbval_sanitize.cfg")
+    pattern, replacement = sanitize["device"]["regex"], sanitize["device"]["replace"]
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    for line in (device.describe_devices(cpu, cpu, here=cpu), device.describe_devices(cpu, cuda, here=cuda)):
+        assert re.sub(pattern, replacement, f"{line}\nnext line\n") == "device: <DEVICE>\nnext line\n"
 
 
 def test_the_module_s_devices_are_the_choice_for_this_machine_and_its_course_device():

@@ -5,6 +5,9 @@ A lesson script (``solutions/lesson_scripts/03_attention.py``) is plain text in
 
     # %% [markdown]                      prose (each line starts with "# ")
     # %%                                 code the learner runs but may not change
+    # %% install                         the same, opened by the lines that install the course
+                                         where it is missing (autograder/release_info.py
+                                         writes them): the lesson's first code cell
     # %% experiment                      the same, but it neither defines nor tests anything
                                          graded (figures, timings, experiments): grading
                                          skips it (tests/test_skipping.py proves it may)
@@ -45,7 +48,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from autograder import grading, lessons
+from autograder import grading, lessons, release_info
 from autograder.engine.nbgrader_config import local_sockets
 from autograder.libtorch import CppSource
 
@@ -59,7 +62,7 @@ NBVAL_IGNORE_OUTPUT = "nbval-ignore-output"  # nbval runs the cell but does not 
 
 @dataclass
 class CellSpec:
-    kind: str  # "markdown", "code", "experiment", "definition", "exercise" or "test"
+    kind: str  # "markdown", "code", "install", "experiment", "definition", "exercise" or "test"
     header: str
     lines: list[str] = field(default_factory=list)
 
@@ -72,10 +75,10 @@ def parse_script(text: str) -> list[CellSpec]:
         if match:
             header = match["rest"].strip()
             kind = "markdown" if header == "[markdown]" else (header.split()[0] if header else "code")
-            if kind not in ("markdown", "code", "experiment", "definition", "exercise", "test"):
+            if kind not in ("markdown", "code", "install", "experiment", "definition", "exercise", "test"):
                 raise ValueError(
-                    f"unknown cell header {line!r}: expected [markdown], experiment, definition, "
-                    "exercise or test"
+                    f"unknown cell header {line!r}: expected [markdown], install, experiment, "
+                    "definition, exercise or test"
                 )
             if kind == "experiment" and set(header.split()[1:]) - {"output-varies"}:
                 raise ValueError(f"expected '# %% experiment [output-varies]', got {line!r}")
@@ -144,10 +147,11 @@ def build_cells(specs: list[CellSpec]) -> list[nbformat.NotebookNode]:
             grade_id = f"text_{counters['markdown']:02d}"
             cell = nbformat.v4.new_markdown_cell(markdown_source(spec.lines))
             cell.metadata["nbgrader"] = _nbgrader(grade_id)
-        elif spec.kind in ("code", "experiment"):
+        elif spec.kind in ("code", "install", "experiment"):
             counters["code"] += 1
             grade_id = f"code_{counters['code']:02d}"
-            cell = nbformat.v4.new_code_cell(_strip_blank_edges(spec.lines))
+            opening = release_info.install_lines() + "\n" if spec.kind == "install" else ""
+            cell = nbformat.v4.new_code_cell(opening + _strip_blank_edges(spec.lines))
             cell.metadata["nbgrader"] = _nbgrader(grade_id)
             if spec.kind == "experiment":
                 cell.metadata[grading.COURSE_METADATA] = {"experiment": True}

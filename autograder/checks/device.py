@@ -2,8 +2,9 @@
 
 Two devices, because Apple's MPS has no float64:
 
-- ``LESSON_DEVICE``, where a lesson's own work runs (training, experiments, timings): CUDA,
-  then MPS, then the CPU;
+- ``LESSON_DEVICE``, where a lesson's own work may run (training, experiments, timings): CUDA,
+  then MPS, then the CPU. A lesson whose experiments use it says so in its first cell
+  (``describe_devices(LESSON_DEVICE)``); the others run theirs on the CPU;
 - ``DEVICE``, where the checks run, in float64 (``DTYPE``): the lesson's device when it has
   float64 (CUDA or the CPU), the CPU instead of MPS. The checks call the learner's code on
   their own tensors, so every machine gives the same verdicts.
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 import torch
 
 FLOAT64_LACKING = ("mps",)  # device types that cannot hold float64 tensors
+CPU = torch.device("cpu")
 
 
 def lesson_device(wanted: str | None) -> torch.device:
@@ -46,13 +48,17 @@ DEVICE = checks_device(LESSON_DEVICE)
 DTYPE = torch.float64  # checks compare in float64, so tolerances can be tight on every device
 
 
-def describe_devices(lesson: torch.device = LESSON_DEVICE, checks: torch.device = DEVICE) -> str:
-    """The line a lesson's first cell prints: its device, and the checks' when they differ."""
-    if lesson == checks:
-        return f"device: {lesson}"
+def describe_devices(
+    experiments: torch.device = CPU, checks: torch.device = DEVICE, here: torch.device = LESSON_DEVICE
+) -> str:
+    """The line a lesson's first cell prints: where its own experiments (and timings) run, and where
+    the checks run. A lesson's experiments run on the CPU unless it moves them to ``LESSON_DEVICE``
+    and passes that here; when they leave this machine's accelerator (``here``) unused, the line
+    says so, so that a CPU timing is never read as a GPU's."""
+    unused = f" ({here} is here too; this lesson does not use it)" if here != experiments else ""
     return (
-        f"device: {lesson} for the lesson's own work; the checks run on {checks}, "
-        f"in float64, which {lesson.type} lacks (the same verdicts as on any machine)"
+        f"device: {experiments} for the lesson's experiments{unused}; "
+        f"the checks run on {checks}, in float64 (the same verdicts on every machine)"
     )
 
 

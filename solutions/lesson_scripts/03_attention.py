@@ -12,17 +12,7 @@
 #
 # **You will write:** `scaled_dot_product_attention(q, k, v, mask=None)`.
 
-# %%
-import importlib.util
-import subprocess
-import sys
-
-if importlib.util.find_spec("autograder") is None:  # a fresh Colab runtime: no course here yet
-    release = "transformer-course @ git+https://github.com/transformer-course/transformer-course@v0.1.0"
-    print(f"The course's checks and reference parts are missing here: installing {release}")
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", release], check=True)
-    importlib.invalidate_caches()
-
+# %% install
 import math
 
 import matplotlib.pyplot as plt

@@ -15,17 +15,7 @@
 #
 # **You will write:** `LayerNorm(d_model, eps=1e-5)`.
 
-# %%
-import importlib.util
-import subprocess
-import sys
-
-if importlib.util.find_spec("autograder") is None:  # a fresh Colab runtime: no course here yet
-    release = "transformer-course @ git+https://github.com/transformer-course/transformer-course@v0.1.0"
-    print(f"The course's checks and reference parts are missing here: installing {release}")
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", release], check=True)
-    importlib.invalidate_caches()
-
+# %% install
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F

@@ -20,17 +20,7 @@
 # **You will write:** `Generator(d_model, vocab_size)`, `Transformer(...)` and
 # `greedy_decode(model, src, src_mask, max_len, start_symbol, end_symbol=None)`.
 
-# %%
-import importlib.util
-import subprocess
-import sys
-
-if importlib.util.find_spec("autograder") is None:  # a fresh Colab runtime: no course here yet
-    release = "transformer-course @ git+https://github.com/transformer-course/transformer-course@v0.1.0"
-    print(f"The course's checks and reference parts are missing here: installing {release}")
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", release], check=True)
-    importlib.invalidate_caches()
-
+# %% install
 import copy
 import time
 

@@ -31,17 +31,7 @@
 # says which is which. (While your notebook is graded, the reference parts are used, so
 # lesson 10's grade depends only on lesson 10.)
 
-# %%
-import importlib.util
-import subprocess
-import sys
-
-if importlib.util.find_spec("autograder") is None:  # a fresh Colab runtime: no course here yet
-    release = "transformer-course @ git+https://github.com/transformer-course/transformer-course@v0.1.0"
-    print(f"The course's checks and reference parts are missing here: installing {release}")
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", release], check=True)
-    importlib.invalidate_caches()
-
+# %% install
 import math
 import time
 
@@ -60,7 +50,7 @@ from solutions.masking import decoder_mask, padding_mask
 from solutions.output_layer import Transformer
 
 torch.manual_seed(0)
-print(describe_devices())
+print(describe_devices(LESSON_DEVICE))
 
 # %% [markdown]
 # ## The task and its data

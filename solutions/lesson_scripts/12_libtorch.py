@@ -22,17 +22,7 @@
 # on Debian or Ubuntu). The first exercise cell says what is missing, if anything. Each compile
 # takes tens of seconds; a source that has not changed is not compiled again.
 
-# %%
-import importlib.util
-import subprocess
-import sys
-
-if importlib.util.find_spec("autograder") is None:  # a fresh Colab runtime: no course here yet
-    release = "transformer-course @ git+https://github.com/transformer-course/transformer-course@v0.1.0"
-    print(f"The course's checks and reference parts are missing here: installing {release}")
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", release], check=True)
-    importlib.invalidate_caches()
-
+# %% install
 import matplotlib.pyplot as plt
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
