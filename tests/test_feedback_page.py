@@ -13,8 +13,10 @@ from nbgrader.coursedir import CourseDirectory
 from autograder import lessons
 from autograder.engine import feedback_page
 from autograder.engine.feedback_page import (
+    MATH_NOTICE_ID,
     POLICY,
     STYLE_ID,
+    MathCaps,
     MathJaxMissing,
     OfflineFeedbackExporter,
     Typesetter,
@@ -131,6 +133,19 @@ def test_a_page_made_offline_before_the_policy_gets_it(typesetter):
     once = offline_page(PAGE, typesetter)
     without = once.replace(f'\n<meta http-equiv="Content-Security-Policy" content="{POLICY}">', "")
     assert without != once and offline_page(without, typesetter) == once
+
+
+def test_a_page_past_a_cap_keeps_its_formulas_as_text_and_says_why_once():
+    """Past a cap (tests/test_hostile_bounds.py), the page is the page as written, its formulas
+    included, with a notice first in the body; made offline again, it stays as it is."""
+    with Typesetter(MathCaps(formulas=3)) as typesetter:
+        html = offline_page(PAGE, typesetter)
+        assert offline_page(html, typesetter) == html
+    soup = soup_of(html)
+    assert soup.body.find(True).attrs["id"] == MATH_NOTICE_ID and not soup.find_all("mjx-container")
+    assert "it holds 7 formulas, over the cap of 3." in soup.body.find(True).get_text()
+    assert "Dollars $x^2$, parentheses \\(y\\), 😀 and $a &lt; b$" in html  # as written: text
+    assert_self_contained(html)
 
 
 def test_definitions_stay_on_their_page(typesetter):

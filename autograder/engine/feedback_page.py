@@ -22,6 +22,12 @@ Formulas are found as MathJax finds them in a browser, with the notebooks' delim
 cut at every tag but ``<br>``, ``<wbr>`` and comments, outside ``<pre>``, ``<code>`` (a dollar
 in code or in printed output is not math) and the other elements MathJax skips.
 
+MathJax's work on one page is capped (``MathCaps``: formulas, seconds, bytes of SVG, text
+searched), as everything a submission produces is hostile: past a cap, none of the page's
+formulas is typeset, the page shows them as the TeX source they are (text, as the rest of the
+page), and a notice first in its body says why. A page whose typesetting outlasts its time cap
+ends the Node.js process, and the next page gets a new one: no page holds up the others.
+
 ``offline_feedback()`` makes nbgrader's GenerateFeedback (the pipeline, ``nbgrader
 generate_feedback``, the Formgrader's button) write such pages, with one Node.js process for all
 the pages a Python process writes; ``make_offline()`` rewrites pages already written, with one
@@ -33,10 +39,12 @@ import atexit
 import json
 import os
 import re
+import select
 import shutil
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from html import escape, unescape
 from html.parser import HTMLParser
@@ -57,6 +65,8 @@ STYLE_ID = "offline-feedback"
 POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 _POLICY_META = f'\n<meta http-equiv="Content-Security-Policy" content="{POLICY}">'
 _HEAD = re.compile(r"<head\b[^>]*>", re.IGNORECASE)
+# The id of the notice first in a page's body when its formulas were left as TeX (MathCaps).
+MATH_NOTICE_ID = "math-as-source"
 
 # Elements whose content MathJax leaves alone (its skipHtmlTags), and the classes that say so
 # for any element (MathJax 3's name, and MathJax 2's that notebooks' markdown still uses).
@@ -132,17 +142,41 @@ def _install_hint() -> str:
     return f"run `make setup` (it runs `{command}`)"
 
 
+@dataclass(frozen=True)
+class MathCaps:
+    """How much MathJax may do for one page. The lessons' own pages hold at most 216 formulas,
+    0.6 MiB of SVG, typeset in 0.13 s: the caps leave ten times that and more for a learner's
+    own markdown, and bound what a submission's output can cost (uncapped, 41,000 recursive
+    macros took 109 s and made a 36.8 MiB page; 428 s on a loaded grader)."""
+
+    formulas: int = 2_000
+    seconds: float = 10.0  # between formulas; past it and GRACE_S more, the Node.js process ends
+    svg_mib: float = 8.0
+    text_mib: float = 4.0  # the page's text that MathJax would search (where `$` or `\\` is)
+
+
+GRACE_S = 5.0  # how long past ``MathCaps.seconds`` a page may take before Node.js is ended
+START_TIMEOUT_S = 120.0  # Node.js and MathJax loading, on a loaded machine
+
+
+class MathCapped(Exception):
+    """A page whose formulas were not typeset: typesetting them passed a cap (the message says
+    which, in words a learner reads on the page)."""
+
+
 class Typesetter:
-    """MathJax 3 in one Node.js process, typesetting page after page.
+    """MathJax 3 in one Node.js process, typesetting page after page, each within ``caps``.
 
     ``css`` is the style the SVG output needs on a page. Threads may share one: it typesets for
     one at a time. Close it (or use it as a context manager) when the batch is done; the Node.js
-    process also ends when this one does.
+    process also ends when this one does. A process ended at a page's time cap is started again
+    for the next page.
     """
 
-    def __init__(self) -> None:
-        node = shutil.which("node")
-        if node is None:
+    def __init__(self, caps: MathCaps = MathCaps()) -> None:  # noqa: B008 (frozen: one shared default is safe)
+        self.caps = caps
+        self._node = shutil.which("node")
+        if self._node is None:
             raise MathJaxMissing(
                 "Feedback pages are typeset by MathJax in Node.js, and `node` is not on PATH: "
                 f"install Node.js, then {_install_hint()}."
@@ -155,23 +189,41 @@ class Typesetter:
                 f"Feedback pages are typeset by MathJax, and mathjax-full {MATHJAX_VERSION} under "
                 f"{MATHJAX} {what}: {_install_hint()}."
             )
+        self._modules = package.parent.parent
         self.pid = os.getpid()
         self._lock = threading.Lock()
+        self._start()
+
+    def _start(self) -> None:
+        """Start the Node.js process, and read the style its SVG needs (its first line)."""
+        self._buffer: list[bytes] = []
         self._process = subprocess.Popen(
-            [node, str(SCRIPT)],
+            [self._node, str(SCRIPT)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env={**os.environ, "NODE_PATH": str(package.parent.parent)},
-            text=True,
-            encoding="utf-8",
+            env={**os.environ, "NODE_PATH": str(self._modules)},
         )
-        self.css: str = json.loads(self._answer())["css"]
+        try:
+            self.css: str = json.loads(self._answer(START_TIMEOUT_S))["css"]
+        except TimeoutError:
+            self._end()
+            raise RuntimeError(f"MathJax's Node.js process gave no answer in {START_TIMEOUT_S:g} s") from None
 
-    def _answer(self) -> str:
-        line = self._process.stdout.readline()
-        if not line:
-            raise RuntimeError(f"MathJax's Node.js process ({SCRIPT.name}) stopped: see its error above")
-        return line
+    def _answer(self, timeout_s: float) -> str:
+        """The process's next line; TimeoutError if none comes within ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        stream = self._process.stdout.fileno()
+        while not self._buffer or b"\n" not in self._buffer[-1]:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([stream], [], [], left)[0]:
+                raise TimeoutError
+            chunk = os.read(stream, 2**20)
+            if not chunk:
+                raise RuntimeError(f"MathJax's Node.js process ({SCRIPT.name}) stopped: see its error above")
+            self._buffer.append(chunk)
+        line, rest = b"".join(self._buffer).split(b"\n", 1)
+        self._buffer = [rest] if rest else []
+        return line.decode("utf-8")
 
     @property
     def running(self) -> bool:
@@ -179,19 +231,53 @@ class Typesetter:
         return self._process.poll() is None
 
     def typeset(self, strings: list[str]) -> list[list[tuple[int, int, str]]]:
-        """For each of one page's strings, the formulas in it: (start, end, the HTML to put there)."""
+        """For each of one page's strings, the formulas in it: (start, end, the HTML to put there).
+        MathCapped when typesetting them passes one of ``caps``."""
+        caps = self.caps
+        searched = sum(map(len, strings))
+        if searched > caps.text_mib * 2**20:
+            raise MathCapped(
+                f"its text holds {searched / 2**20:.1f} MiB to search, over the cap of {caps.text_mib:g} MiB"
+            )
+        limits = {"formulas": caps.formulas, "seconds": caps.seconds, "bytes": int(caps.svg_mib * 2**20)}
         with self._lock:
-            self._process.stdin.write(json.dumps({"strings": strings}) + "\n")
+            if not self.running:
+                self._start()
+            self._process.stdin.write((json.dumps({"strings": strings, "caps": limits}) + "\n").encode())
             self._process.stdin.flush()
-            found: list[list[tuple[int, int, str]]] = [[] for _ in strings]
-            for string, start, end, html in json.loads(self._answer())["math"]:
-                found[string].append((start, end, html))
-            return found
+            try:
+                reply = json.loads(self._answer(caps.seconds + GRACE_S))
+            except TimeoutError:
+                self._end()  # in the middle of one formula: the next page gets a new process
+                raise MathCapped(self._why("seconds", 0)) from None
+        if "capped" in reply:
+            raise MathCapped(self._why(reply["capped"], reply.get("count", 0)))
+        found: list[list[tuple[int, int, str]]] = [[] for _ in strings]
+        for string, start, end, html in reply["math"]:
+            found[string].append((start, end, html))
+        return found
+
+    def _why(self, cap: str, count: int) -> str:
+        """Which cap a page passed, in words (the Node.js process names the cap)."""
+        caps = self.caps
+        if cap == "formulas":
+            return f"it holds {count:,} formulas, over the cap of {caps.formulas:,}"
+        if cap == "bytes":
+            return f"typeset, they came to more than {caps.svg_mib:g} MiB"
+        return f"typesetting them took more than {caps.seconds:g} s"
+
+    def _end(self) -> None:
+        """End the Node.js process now, whatever it is doing."""
+        self._process.kill()
+        self.close()
 
     def close(self) -> None:
         """End the Node.js process (it stops when its input ends)."""
         if self._process.stdin and not self._process.stdin.closed:
-            self._process.stdin.close()
+            try:
+                self._process.stdin.close()
+            except BrokenPipeError:
+                pass  # it has ended already
         self._process.wait()
         self._process.stdout.close()
 
@@ -242,6 +328,7 @@ class _PageScanner(HTMLParser):
         self.texts: list[_Text] = []
         self.scripts: list[tuple[int, int]] = []
         self.head_end: int | None = None
+        self.body_start: int | None = None  # where the body's content starts
         self._lines = [0] + [match.end() for match in re.finditer("\n", html)]
         self._in_body = False
         self._open: list[tuple[str, bool]] = []  # open elements, and whether they skip math
@@ -296,6 +383,8 @@ class _PageScanner(HTMLParser):
             return
         self._cut()
         attributes = dict(attrs)
+        if tag == "body" and self.body_start is None:
+            self.body_start = at + len(self.get_starttag_text() or "")
         self._in_body = self._in_body or tag == "body"
         if tag == "script" and _is_mathjax(attributes):
             self._script_start = at
@@ -352,7 +441,14 @@ def _typeset(html: str, typesetter: Typesetter) -> str:
     """The page ``html`` with its formulas typeset, MathJax's scripts removed, the style added."""
     page = _PageScanner(html)
     edits = [(start, end, "") for start, end in page.scripts]
-    for text, found in zip(page.texts, typesetter.typeset([text.text for text in page.texts]), strict=True):
+    try:
+        typeset = typesetter.typeset([text.text for text in page.texts])
+    except MathCapped as capped:
+        at = len(html) if page.body_start is None else page.body_start
+        why = f"The formulas on this page are shown as their TeX source, not typeset: {capped}."
+        edits.append((at, at, f'\n<p id="{MATH_NOTICE_ID}" style="color: #a04000">{escape(why)}</p>'))
+        typeset = [[] for _ in page.texts]
+    for text, found in zip(page.texts, typeset, strict=True):
         edits += [(text.starts[start], text.ends[end - 1], svg) for start, end, svg in found]
     head_end = page.head_end or 0
     edits.append((head_end, head_end, f'<style id="{STYLE_ID}">{typesetter.css}{_STYLE}</style>\n'))
