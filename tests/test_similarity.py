@@ -113,9 +113,10 @@ def test_hostile_code_is_inert_on_the_page(tmp_path):
     assert "&lt;/pre&gt;&lt;script&gt;alert(&#x27;similar&#x27;)&lt;/script&gt;" in page
 
 
-def test_untrusted_grade_ids_and_broken_notebooks(tmp_path):
-    """A cell the learner marked as a solution under a grade_id the release lacks is not read; a
-    notebook that is not JSON is reported and costs only itself."""
+def test_added_cells_are_read_inert_and_broken_notebooks_cost_only_themselves(tmp_path):
+    """A cell the learner added is compared whatever its metadata claims (here a solution under a
+    grade_id the release lacks), and the page shows it as text; a notebook that is not JSON is
+    reported and costs only itself."""
     students = similarity_class.independent_class(4, seed=5)
     similarity_class.write_workspace(tmp_path, students)
     path = tmp_path / "submitted" / "learner000" / "05_multi_head" / lessons.notebook_name("05_multi_head")
@@ -126,7 +127,9 @@ def test_untrusted_grade_ids_and_broken_notebooks(tmp_path):
     broken = tmp_path / "submitted" / "learner001" / "10_training" / lessons.notebook_name("10_training")
     broken.write_text("{ not json")
     report = similarity(tmp_path)
-    assert PAYLOAD not in report.page.read_text() and "&lt;/pre&gt;" not in report.page.read_text()
+    page = report.page.read_text()
+    assert PAYLOAD not in page and "<script" not in page
+    assert "&lt;/pre&gt;&lt;script&gt;alert(&#x27;similar&#x27;)&lt;/script&gt;" in page  # read, as text
     assert report.problems == [
         "learner001 / 10_training: training.ipynb is not a readable notebook (NotJSONError)"
     ]

@@ -61,6 +61,7 @@ class CourseExecute(Execute):
         from autograder.engine.judge import JUDGE_METADATA  # imports torch: only when grading
 
         nb.metadata.pop(JUDGE_METADATA, None)  # a submission's own record of a judge is never read
+        nb.metadata.pop(FILES_METADATA, None)  # nor its own lines of what its kernel left
         self._resources = resources or {}
         self._skipped_ids = self._skipped(self._resources)
         self._exited_in: str | None = None

@@ -21,10 +21,11 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.apps import NbGraderAPI
 
 from autograder import lessons
-from autograder.engine import feedback_page, intake, intake_time, parallel, submission, verdicts
+from autograder.engine import csv_files, feedback_page, intake, intake_time, parallel, submission, verdicts
 from autograder.engine.kernels.sandbox import Limits
 from autograder.engine.kernels.sandbox import problem as sandbox_problem
 from autograder.engine.nbgrader_config import CELL_TIMEOUT_S
+from autograder.engine.plain_text import one_line
 from autograder.engine.submission import Graded, Problem, Setup
 from autograder.instructor import late, lms
 
@@ -148,7 +149,7 @@ class Pipeline:
 
     def _check(self, result: dict, step: str) -> bool:
         if not result["success"]:
-            self.log(f"  {step} failed: {(result.get('error') or result.get('log') or '')[-800:]}")
+            self.log(f"  {step} failed: {one_line((result.get('error') or result.get('log') or '')[-800:])}")
         return bool(result["success"])
 
     def release(self, names: list[str]) -> None:
@@ -179,16 +180,12 @@ class Pipeline:
     def save_problems(self) -> Path:
         """problems.csv in the workspace: what could not be graded as handed in, and why."""
         path = self.workspace / "problems.csv"
-        known = set()
+        known: set[tuple[str, ...]] = set()  # earlier runs' rows, as csv_files writes them
         if path.exists():
-            with path.open() as handle:
-                known = {Problem(*row) for row in list(csv.reader(handle))[1:]}
-        with path.open("w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["student", "lesson", "problem"])
-            for problem in sorted(known | set(self.problems), key=lambda p: (p.student, p.lesson, p.what)):
-                writer.writerow([problem.student, problem.lesson, problem.what])
-        return path
+            with path.open(newline="", encoding="utf-8") as handle:
+                known = {tuple(map(csv_files.cell, row)) for row in list(csv.reader(handle))[1:]}
+        found = {tuple(map(csv_files.cell, (p.student, p.lesson, p.what))) for p in self.problems}
+        return csv_files.write(path, [("student", "lesson", "problem"), *sorted(known | found)])
 
     def submissions(self) -> list[tuple[str, str]]:
         """(lesson, student) pairs taken in, in course order."""
@@ -306,30 +303,25 @@ class Pipeline:
         policy = late.load(self.workspace)
         handed, problems = late.handed_times(self.submitted, list(scores), policy.zone)
         self.problems += [problem for problem in problems if problem not in self.problems]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(
-                ["student", "lesson", "score", "max_score", "handed_in", "days_late", "after_late"]
+        rows: list[list[csv_files.Cell]] = [
+            ["student", "lesson", "score", "max_score", "handed_in", "days_late", "after_late"]
+        ]
+        kept: dict[str, float] = {}
+        for (student, lesson), (score, most) in sorted(scores.items()):
+            when = handed[student, lesson]
+            lateness = late.assess(policy, student, lesson, when, score)
+            kept[student] = kept.get(student, 0.0) + lateness.score
+            shown = (
+                f"{when.at.astimezone(policy.zone).isoformat(timespec='seconds')} ({when.source})"
+                if when
+                else ""
             )
-            kept: dict[str, float] = {}
-            for (student, lesson), (score, most) in sorted(scores.items()):
-                when = handed[student, lesson]
-                lateness = late.assess(policy, student, lesson, when, score)
-                kept[student] = kept.get(student, 0.0) + lateness.score
-                shown = (
-                    f"{when.at.astimezone(policy.zone).isoformat(timespec='seconds')} ({when.source})"
-                    if when
-                    else ""
-                )
-                writer.writerow(
-                    [student, lesson, f"{score:g}", f"{most:g}", shown, lateness.days, f"{lateness.score:g}"]
-                )
-            for student in sorted(kept):
-                mine = [value for (who, _), value in scores.items() if who == student]
-                total, most = sum(s for s, _ in mine), sum(m for _, m in mine)
-                writer.writerow([student, "TOTAL", f"{total:g}", f"{most:g}", "", "", f"{kept[student]:g}"])
-        return path
+            rows.append([student, lesson, float(score), float(most), shown, lateness.days, lateness.score])
+        for student in sorted(kept):
+            mine = [value for (who, _), value in scores.items() if who == student]
+            total, most = sum(s for s, _ in mine), sum(m for _, m in mine)
+            rows.append([student, "TOTAL", total, most, "", "", kept[student]])
+        return csv_files.write(path, rows)
 
     def export_lms(self, kind: str, roster: Path, path: Path) -> Path:
         """Canvas's or Moodle's grade import (autograder/instructor/lms.py), late penalties applied;

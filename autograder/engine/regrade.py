@@ -11,14 +11,13 @@ submission is moved to ``<workspace>/replaced/<student>/<lesson>/<time>/``.
 """
 
 import contextlib
-import csv
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from autograder.engine import verdicts
+from autograder.engine import csv_files, verdicts
 from autograder.engine.pipeline import Pipeline
 from autograder.engine.submission import Graded
 
@@ -127,18 +126,13 @@ def _change(
 
 def _record(log: Path, changes: list[Change]) -> None:
     """Append the changes to the regrade log (its header written once)."""
-    new = not log.is_file()
-    with log.open("a", newline="") as handle:
-        writer = csv.writer(handle)
-        if new:
-            writer.writerow(COLUMNS)
-        now = datetime.now(UTC).isoformat(timespec="seconds")
-        for change in changes:
-            cells = "; ".join(
-                f"{cell}: {old if old is not None else '-'} -> {new_points:g}"
-                for cell, (old, new_points) in change.cells.items()
-            )
-            before = "-" if change.before is None else f"{change.before:g}"
-            writer.writerow(
-                [now, change.student, change.lesson, before, f"{change.after:g}", cells, change.source]
-            )
+    rows: list[list[csv_files.Cell]] = [] if log.is_file() else [COLUMNS]
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    for change in changes:
+        cells = "; ".join(
+            f"{cell}: {old if old is not None else '-'} -> {new_points:g}"
+            for cell, (old, new_points) in change.cells.items()
+        )
+        # no score before: an empty cell (a lone '-' would be text a spreadsheet reads as a formula)
+        rows.append([now, change.student, change.lesson, change.before, change.after, cells, change.source])
+    csv_files.write(log, rows, append=True)

@@ -37,6 +37,7 @@ from autograder.engine.kernels.sandbox import Limits
 from autograder.engine.kernels.sandbox import problem as sandbox_problem
 from autograder.engine.nbgrader_config import course_config
 from autograder.engine.nbgrader_steps import CourseAutograde
+from autograder.engine.plain_text import report_line
 from autograder.engine.submission_files import FILES_METADATA
 
 
@@ -61,11 +62,18 @@ class Setup:
 
 @dataclass(frozen=True)
 class Problem:
-    """A submission that could not be graded as handed in, and why."""
+    """A submission that could not be graded as handed in, and why. Its text is hostile (a
+    kernel's error message, the name of a file or folder an upload chose), so each field holds
+    one line of it (``plain_text.report_line``): whatever it held, it shows as one report line,
+    about its own student."""
 
     student: str
     lesson: str
     what: str
+
+    def __post_init__(self) -> None:
+        for name in ("student", "lesson", "what"):
+            object.__setattr__(self, name, report_line(getattr(self, name)))
 
 
 @dataclass(frozen=True)

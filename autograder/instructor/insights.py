@@ -34,11 +34,10 @@ spreadsheet can filter by ``kind`` and sort by ``share``. Its columns:
     python -m autograder insights        # then open workspace/insights/index.html
 """
 
-import csv
 from collections import defaultdict
 from pathlib import Path
 
-from autograder.engine import verdicts
+from autograder.engine import csv_files, verdicts
 from autograder.engine.verdicts import Verdict
 from autograder.instructor import insights_page
 from autograder.instructor.insights_data import CellRate, LessonInsights
@@ -47,9 +46,6 @@ FOLDER = "insights"
 PAGE = "index.html"
 TABLE = "insights.csv"
 COLUMNS = ("lesson", "exercise", "kind", "item", "value", "out_of", "share", "students", "note")
-TEXT_COLUMNS = ("lesson", "exercise", "item", "students", "note")  # names, never numbers
-# what a spreadsheet would run as a formula when a text cell starts with it
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def of_lesson(lesson: str, graded: list[Verdict]) -> LessonInsights:
@@ -105,37 +101,34 @@ def read_class(workspace: Path) -> list[LessonInsights]:
 
 
 def _share(value: float, out_of: float) -> str:
+    """value / out_of to four places, as text that keeps them (never negative: written as it is)."""
     return f"{value / out_of:.4f}" if out_of else ""
 
 
-def _points(value: float) -> str:
-    return f"{value:g}"
-
-
-def rows(found: LessonInsights) -> list[dict[str, str]]:
+def rows(found: LessonInsights) -> list[dict[str, csv_files.Cell]]:
     """The CSV rows of one lesson (see the module's docstring for the columns)."""
     lesson, graded = found.lesson, found.graded
     out = [
-        {"exercise": c.exercise, "kind": "cell pass rate", "item": c.grade_id, "value": str(c.passed),
-         "out_of": str(c.graded), "share": _share(c.passed, c.graded)}
+        {"exercise": c.exercise, "kind": "cell pass rate", "item": c.grade_id, "value": c.passed,
+         "out_of": c.graded, "share": _share(c.passed, c.graded)}
         for c in found.cells
     ]  # fmt: skip
     for exercise, mistake, count in found.mistake_counts():
         students = "; ".join(found.mistakes[exercise][mistake])
         out.append(
-            {"exercise": exercise, "kind": "mistake", "item": mistake, "value": str(count),
-             "out_of": str(graded), "share": _share(count, graded), "students": students}
+            {"exercise": exercise, "kind": "mistake", "item": mistake, "value": count,
+             "out_of": graded, "share": _share(count, graded), "students": students}
         )  # fmt: skip
     for exercise, students in sorted(found.visible_only.items()):
         cells = sorted({grade_id for cells in students.values() for grade_id in cells})
         out.append(
             {"exercise": exercise, "kind": "visible only", "item": "; ".join(cells),
-             "value": str(len(students)), "out_of": str(graded), "share": _share(len(students), graded),
+             "value": len(students), "out_of": graded, "share": _share(len(students), graded),
              "students": "; ".join(sorted(students))}
         )  # fmt: skip
     for student, (score, most) in found.scores.items():
         out.append(
-            {"kind": "score", "item": student, "value": _points(score), "out_of": _points(most),
+            {"kind": "score", "item": student, "value": float(score), "out_of": float(most),
              "share": _share(score, most)}
         )  # fmt: skip
     for student, why in found.failed.items():
@@ -143,19 +136,11 @@ def rows(found: LessonInsights) -> list[dict[str, str]]:
     return [{column: row.get(column, "") for column in COLUMNS} | {"lesson": lesson} for row in out]
 
 
-def _inert(text: str) -> str:
-    """A text cell that a spreadsheet shows as text, never runs as a formula."""
-    return f"'{text}" if text.startswith(FORMULA_STARTS) else text
-
-
 def write_table(found: list[LessonInsights], target: Path) -> Path:
-    with target.open("w", newline="", encoding="utf-8") as file:
-        writer = csv.DictWriter(file, fieldnames=COLUMNS)
-        writer.writeheader()
-        for lesson in found:
-            for row in rows(lesson):
-                writer.writerow({c: _inert(text) if c in TEXT_COLUMNS else text for c, text in row.items()})
-    return target
+    """insights.csv: the header, then every lesson's rows (autograder/engine/csv_files.py writes
+    no text cell a spreadsheet would run)."""
+    table = [[row[column] for column in COLUMNS] for lesson in found for row in rows(lesson)]
+    return csv_files.write(target, [COLUMNS, *table])
 
 
 def insights(workspace: Path, out: Path | None = None) -> Path:

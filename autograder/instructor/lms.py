@@ -26,9 +26,11 @@ their own exports, in our words):
   ``useremail``: Moodle compares email addresses case-sensitively, so they are written as
   the roster has them), the name, then one column per lesson to map onto its grade item.
 
-Both files are UTF-8 without a byte-order mark, written by the csv module (commas and quotes
-inside names are quoted and doubled): both LMSs read UTF-8 as it is. Excel, opening such a
-file by double-click, misreads non-Latin letters; upload the file itself, not a copy saved by Excel.
+Both files are UTF-8 without a byte-order mark, written by autograder/engine/csv_files.py (commas
+and quotes inside names are quoted and doubled; a name that starts like a formula, such as
+``=HYPERLINK(...)``, gets a single quote in front, so that a spreadsheet shows it as text): both
+LMSs read UTF-8 as it is. Excel, opening such a file by double-click, misreads non-Latin letters;
+upload the file itself, not a copy saved by Excel.
 
 Scores are after late penalties (autograder/instructor/late.py). Nobody is dropped silently:
 a graded student missing from the roster, and a roster entry with no graded submission, come
@@ -41,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import lessons
+from autograder.engine import csv_files
 from autograder.engine.intake_time import Handed
 from autograder.engine.submission import Problem
 from autograder.instructor import late
@@ -186,7 +189,12 @@ def _lessons(graded: dict[tuple[str, str], Exported]) -> list[str]:
 
 def _number(value: float) -> str:
     """A score as an LMS reads it: '5.4', '6', never '6.0000001' nor '1e+03'."""
-    return f"{round(value, 2):.2f}".rstrip("0").rstrip(".")
+    return csv_files.cell(_points(value))
+
+
+def _points(value: float) -> float:
+    """A score to two decimals, as the LMS files hold it (csv_files writes 6.0 as '6')."""
+    return round(value, 2)
 
 
 def canvas_csv(
@@ -197,7 +205,7 @@ def canvas_csv(
     columns = _lessons(graded)
     titles = [f"{lesson} ({ids[lesson]})" if lesson in ids else lesson for lesson in columns]
     points = [
-        _number(max(value.max_score for (_, done), value in graded.items() if done == lesson))
+        _points(max(value.max_score for (_, done), value in graded.items() if done == lesson))
         for lesson in columns
     ]
     rows = [CANVAS_HEADER + titles, [CANVAS_POINTS_ROW, "", "", "", "", *points]]
@@ -205,8 +213,8 @@ def canvas_csv(
         cells = [graded.get((person.student, lesson)) for lesson in columns]
         if any(cells):
             who = [person.name or person.student, person.canvas_id, person.sis_user_id, person.sis_login_id]
-            rows.append([*who, person.section, *[_number(cell.score) if cell else "" for cell in cells]])
-    _write(path, rows)
+            rows.append([*who, person.section, *[_points(cell.score) if cell else None for cell in cells]])
+    csv_files.write(path, rows)
     return roster_report(roster, graded)
 
 
@@ -230,8 +238,8 @@ def moodle_csv(
             problems.append(Problem(person.student, "-", what))
             continue
         who = [person.id_number, person.email, person.name or person.student]
-        rows.append([*who, *[_number(cell.score) if cell else "" for cell in cells]])
-    _write(path, rows)
+        rows.append([*who, *[_points(cell.score) if cell else None for cell in cells]])
+    csv_files.write(path, rows)
     return roster_report(roster, graded) + problems
 
 
@@ -269,9 +277,3 @@ def export(workspace: Path, scores: Scores, roster_file: Path, out: Path, lms: s
     if lms == "canvas":
         return problems + canvas_csv(out, roster, graded, canvas_ids(workspace))
     return problems + moodle_csv(out, roster, graded, lms.removeprefix("moodle-"))
-
-
-def _write(path: Path, rows: list[list[str]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        csv.writer(handle).writerows(rows)

@@ -1,12 +1,14 @@
 """Pairs of learners whose solutions are alike, per lesson, for a person to look at.
 
-For each lesson, every learner's solution code (all the lesson's solution cells together, in the
-released notebook's order) is compared with every other learner's by winnowing, the method of
+For each lesson, everything a learner handed in (every code cell of every notebook of theirs for
+the lesson, in order: the solution cells, and the cells they added, where a copy earns the same
+points as in a solution cell) is compared with every other learner's by winnowing, the method of
 MOSS, as the library ``copydetect`` implements it: the code is tokenised, names become one
 letter and comments vanish, so renamed variables and changed comments do not hide a copy, and
 every run of NOISE_CHARS characters of that text is a fingerprint. Fingerprints of the released
-stubs and of the reference's solution are boilerplate and never count: a learner who handed in
-the bare stub or the reference's exact code is alike to nobody through them.
+notebook's code (the stubs, the tests, the experiments) and of the reference's are boilerplate
+and never count: a learner who handed in the bare stubs or the reference's exact code is alike
+to nobody through them.
 
 Why the lesson and not each exercise: most exercises are a few lines, and the few idioms that
 solve them (``tokens != pad_id``, a ``tril`` of ones) recur among honest learners; a single short
@@ -20,7 +22,6 @@ and the page's Content-Security-Policy forbids scripts. A flag asks a person to 
 never a verdict.
 """
 
-import csv
 import html
 import io
 import itertools
@@ -33,7 +34,9 @@ import numpy as np
 from copydetect import CodeFingerprint, compare_files
 from copydetect.utils import filter_code, get_token_coverage
 
+from autograder.engine import csv_files
 from autograder.engine.intake import MAX_NOTEBOOK_BYTES, STUDENT_ID
+from autograder.engine.plain_text import one_line
 from autograder.lessons import LESSON_NAMES, SOURCE
 
 # The shortest run of (tokenised) code that counts as a match, in characters: copydetect's default.
@@ -81,14 +84,14 @@ class Report:
         """A few lines for the terminal: what was compared, what is flagged, where to look."""
         lines = [f"{len(self.pairs)} pairs compared; {len(self.flagged)} at or above {self.threshold:.2f}:"]
         lines += [f"  {p.lesson}: {p.student_a} and {p.student_b} ({p.similarity:.0%})" for p in self.flagged]
-        lines += [f"  not compared: {problem}" for problem in self.problems]
+        lines += [f"  not compared: {one_line(problem)}" for problem in self.problems]  # names from uploads
         lines.append(f"side by side: {self.page}\nevery pair: {self.table}")
         return "\n".join(lines)
 
 
 @dataclass
 class _Lesson:
-    """One lesson's learners' code (student -> their solution cells) and its boilerplate fingerprints."""
+    """One lesson's learners' code (student -> their code cells) and its boilerplate fingerprints."""
 
     name: str
     codes: dict[str, list[str]] = field(default_factory=dict)
@@ -98,17 +101,14 @@ class _Lesson:
 SOLUTION_MARKER = re.compile(r"### (BEGIN|END) SOLUTION")
 
 
-def _solution_cells(path: Path) -> dict[str, str]:
-    """grade_id -> source of a notebook's solution cells (the first cell of each grade_id)."""
-    cells: dict[str, str] = {}
-    for cell in nbformat.read(path, as_version=4).cells:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if not isinstance(meta, dict) or meta.get("solution") is not True:
-            continue
-        grade_id, source = meta.get("grade_id"), cell.get("source")
-        if isinstance(grade_id, str) and isinstance(source, str):
-            cells.setdefault(grade_id, source)
-    return cells
+def _code_cells(path: Path) -> list[str]:
+    """The source of every code cell of a notebook, in order, whatever its metadata says."""
+    cells = nbformat.read(path, as_version=4).cells
+    return [
+        cell.source
+        for cell in cells
+        if cell.get("cell_type") == "code" and isinstance(cell.get("source"), str)
+    ]
 
 
 def _as_handed_in(reference: str) -> str:
@@ -139,41 +139,35 @@ def _fingerprint(cells: list[str], boilerplate: set[int]) -> CodeFingerprint:
 
 
 def _read_lesson(workspace: Path, lesson: str, problems: list[str]) -> _Lesson:
-    """The lesson's released solution cells (the only grade_ids trusted), their stubs and the
-    reference's code as boilerplate, and each learner's code for them."""
+    """The code of the lesson's released notebooks and of the reference as boilerplate, and
+    everything each learner handed in for it."""
     found = _Lesson(lesson)
     released = sorted((workspace / "release" / lesson).glob("*.ipynb"))
-    exercises: dict[str, list[str]] = {}  # notebook name -> its solution cells' grade_ids, in order
     for notebook in released:
-        stubs = _solution_cells(notebook)
-        exercises[notebook.name] = list(stubs)
         reference = SOURCE / lesson / notebook.name
-        references = _solution_cells(reference) if reference.is_file() else {}
-        for code in [*stubs.values(), *(_as_handed_in(references.get(grade_id, "")) for grade_id in stubs)]:
+        references = _code_cells(reference) if reference.is_file() else []
+        for code in [*_code_cells(notebook), *map(_as_handed_in, references)]:
             found.boilerplate |= CodeFingerprint(
                 "boilerplate.py", NOISE_CHARS, 1, fp=io.StringIO(code), language="python"
             ).hashes
+    names = {notebook.name for notebook in released}
     for folder in sorted((workspace / "submitted").glob(f"*/{lesson}")):
         student = folder.parent.name
         if not STUDENT_ID.fullmatch(student):
             problems.append(f"{student!r} / {lesson}: not a student id (letters, digits, . _ -)")
             continue
         parts = []
-        for name, grade_ids in exercises.items():
-            notebook = folder / name
-            if not notebook.is_file():
-                continue
+        # the released notebooks first, then any other the learner handed in (a cell may %run it)
+        for notebook in sorted(folder.glob("*.ipynb"), key=lambda path: (path.name not in names, path.name)):
             if notebook.stat().st_size > MAX_NOTEBOOK_BYTES:
-                problems.append(f"{student} / {lesson}: {name} is over {MAX_NOTEBOOK_BYTES >> 20} MiB")
+                what = f"{notebook.name} is over {MAX_NOTEBOOK_BYTES >> 20} MiB"
+                problems.append(f"{student} / {lesson}: {what}")
                 continue
             try:
-                cells = _solution_cells(notebook)
+                parts += _code_cells(notebook)
             except Exception as error:  # noqa: BLE001 - json, nbformat and encoding errors alike
-                problems.append(
-                    f"{student} / {lesson}: {name} is not a readable notebook ({type(error).__name__})"
-                )
-                continue
-            parts += [cells[grade_id] for grade_id in grade_ids if grade_id in cells]
+                what = f"{notebook.name} is not a readable notebook ({type(error).__name__})"
+                problems.append(f"{student} / {lesson}: {what}")
         if parts:
             found.codes[student] = parts
     return found
@@ -293,14 +287,13 @@ def similarity(
         slices.update({(lesson, *key): value for key, value in lesson_slices.items()})
         codes[lesson] = found.codes
     out = out or workspace / "similarity"
-    out.mkdir(parents=True, exist_ok=True)
-    table = out / "similarity.csv"
-    with table.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["lesson", "student_a", "student_b", "similarity", "flagged"])
-        writer.writerows(
-            [p.lesson, p.student_a, p.student_b, f"{p.similarity:.4f}", int(p.flagged)] for p in pairs
-        )
+    table = csv_files.write(
+        out / "similarity.csv",
+        [
+            ("lesson", "student_a", "student_b", "similarity", "flagged"),
+            *[(p.lesson, p.student_a, p.student_b, f"{p.similarity:.4f}", int(p.flagged)) for p in pairs],
+        ],
+    )
     page = out / "index.html"
     page.write_text(_page(pairs, codes, slices, threshold), encoding="utf-8")
     return Report(pairs, problems, page, table, threshold)
