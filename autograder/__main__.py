@@ -203,7 +203,9 @@ def _parser() -> argparse.ArgumentParser:
     collect = steps.add_parser("collect", help="take in submissions from a folder or an LMS zip")
     collect.add_argument("--folder", type=Path, help="a folder laid out <student>/<lesson>/*.ipynb")
     collect.add_argument(
-        "--zip", type=Path, help="an LMS download (Blackboard names, or <student>_<notebook>.ipynb)"
+        "--zip",
+        type=Path,
+        help="a Canvas, Moodle or Blackboard download, or a zip of <student>_<notebook>.ipynb",
     )
     collect.add_argument("--lesson", help="the lesson of the zip's notebooks")
     autograde = steps.add_parser(

@@ -27,6 +27,149 @@ def test_zip_download_is_sorted_by_student(tmp_path):
     assert "is not a valid notebook" in pipeline.problems[0].what
 
 
+def _download(tmp_path, entries: dict[str, str]):
+    archive = tmp_path / "download.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        for name, text in entries.items():
+            bundle.writestr(name, text)
+    return archive
+
+
+def _marked(text: str, who: str) -> str:
+    """The lesson's notebook with a mark of whose it is in its metadata."""
+    nb = nbformat.reads(text, as_version=4)
+    nb.metadata["handed_in_by"] = who
+    return nbformat.writes(nb)
+
+
+def _owner(pipeline, student: str) -> str:
+    path = pipeline.submitted / student / "03_attention" / "attention.ipynb"
+    return nbformat.read(path, as_version=4).metadata["handed_in_by"]
+
+
+def test_canvas_names_give_the_canvas_user_id_and_the_lessons_notebook(tmp_path):
+    notebook = lessons.course_path("03_attention").read_text()
+    archive = _download(
+        tmp_path,
+        {
+            "doejane_LATE_123456_7890123_attention-1.ipynb": _marked(notebook, "jane"),
+            "smithbob_234567_8901234_attention.ipynb": _marked(notebook, "bob"),
+            "smithbob_234567_8901234_notes.txt": "my notes",
+        },
+    )
+    pipeline = _pipeline(tmp_path)
+    pipeline.collect_zip(archive, "03_attention")
+    assert pipeline.problems == []
+    assert pipeline.submissions() == [("03_attention", "123456"), ("03_attention", "234567")]
+    # each notebook keeps the lesson's name, which nbgrader grades by, and its own content
+    assert (_owner(pipeline, "123456"), _owner(pipeline, "234567")) == ("jane", "bob")
+
+
+def test_moodle_names_give_the_participant_id(tmp_path):
+    notebook = lessons.course_path("03_attention").read_text()
+    archive = _download(
+        tmp_path,
+        {
+            "Jane Doe_345678_assignsubmission_file_/attention.ipynb": _marked(notebook, "jane"),
+            "Bob Smith_456789_assignsubmission_file_attention.ipynb": _marked(notebook, "bob"),
+        },
+    )
+    pipeline = _pipeline(tmp_path)
+    pipeline.collect_zip(archive, "03_attention")
+    assert pipeline.problems == []
+    assert (_owner(pipeline, "345678"), _owner(pipeline, "456789")) == ("jane", "bob")
+
+
+# A Blackboard attempt's record; the learner's comment names someone else, and is not read.
+BLACKBOARD_RECORD = """Name: {name} ({user})
+Assignment: Lesson 3
+Date Submitted: Friday, 20 November 2026 10:00:00 o'clock CET
+
+Comments:
+Name: Someone Else (cho)
+"""
+
+
+def test_a_blackboard_user_name_with_an_underscore_stays_whole_beside_its_tail(tmp_path):
+    """j_doe and doe: both are taken in, each with their own notebook, by the attempts' records
+    (the assignment here is not named after the lesson) or, without records, by the lesson's name."""
+    notebook = lessons.course_path("03_attention").read_text()
+    with_records = {}
+    for user, name in (("j_doe", "Jane Doe"), ("doe", "John Doe")):
+        attempt = f"Lesson 3_{user}_attempt_2026-11-20-10-00-00"
+        with_records[f"{attempt}_attention.ipynb"] = _marked(notebook, user)
+        with_records[f"{attempt}.txt"] = BLACKBOARD_RECORD.format(name=name, user=user)
+    pipeline = _pipeline(tmp_path)
+    pipeline.collect_zip(_download(tmp_path, with_records), "03_attention")
+    assert pipeline.problems == []
+    assert (_owner(pipeline, "j_doe"), _owner(pipeline, "doe")) == ("j_doe", "doe")
+
+    lesson_named = {
+        f"03_attention_{user}_attempt_2026-11-20-10-00-00_attention.ipynb": _marked(notebook, user)
+        for user in ("j_doe", "doe")
+    }
+    again = Pipeline(tmp_path / "again", release=tmp_path / "release", log=lambda *_: None)
+    again.collect_zip(_download(tmp_path, lesson_named), "03_attention")
+    assert again.problems == []
+    assert (_owner(again, "j_doe"), _owner(again, "doe")) == ("j_doe", "doe")
+
+
+def test_a_blackboard_name_that_cannot_be_split_is_refused_and_says_why(tmp_path):
+    notebook = lessons.course_path("03_attention").read_text()
+    archive = _download(tmp_path, {"Lesson 3_j_doe_attempt_2026-11-20-10-00-00_attention.ipynb": notebook})
+    pipeline = _pipeline(tmp_path)
+    pipeline.collect_zip(archive, "03_attention")
+    assert pipeline.submissions() == []
+    [problem] = pipeline.problems
+    assert "holds no record of the attempt" in problem.what
+
+
+def test_a_notebook_handed_in_twice_is_refused_and_both_are_reported(tmp_path):
+    notebook = lessons.course_path("03_attention").read_text()
+    archive = _download(
+        tmp_path,
+        {
+            "03_attention_ada_attempt_2026-11-20-10-00-00_attention.ipynb": notebook,
+            "03_attention_ada_attempt_2026-11-21-09-00-00_attention.ipynb": notebook,
+            "03_attention_ben_attempt_2026-11-20-11-00-00_attention.ipynb": notebook,
+        },
+    )
+    pipeline = _pipeline(tmp_path)
+    pipeline.collect_zip(archive, "03_attention")
+    assert pipeline.submissions() == [("03_attention", "ben")]
+    [problem] = pipeline.problems
+    assert problem.student == "ada" and problem.what.startswith("attention.ipynb handed in 2 times")
+    assert "2026-11-20-10-00-00" in problem.what and "2026-11-21-09-00-00" in problem.what
+
+
+def test_every_notebook_not_taken_in_is_reported(tmp_path):
+    notebook = lessons.course_path("03_attention").read_text()
+    archive = _download(
+        tmp_path,
+        {
+            "doejane_123456_7890123_attention.ipynb": notebook,
+            "smithbob_234567_8901234_attention_final.ipynb": notebook,  # renamed by the learner
+            "attention.ipynb": notebook,  # whose?
+            "notes.txt": "not a notebook",  # not reported
+        },
+    )
+    pipeline = _pipeline(tmp_path)
+    pipeline.collect_zip(archive, "03_attention")
+    assert pipeline.submissions() == [("03_attention", "123456")]
+    assert sorted((p.student, p.what) for p in pipeline.problems) == [
+        (
+            "234567",
+            "smithbob_234567_8901234_attention_final.ipynb: the learner's file is "
+            "'attention_final.ipynb', not attention.ipynb; not taken in",
+        ),
+        (
+            "?",
+            "attention.ipynb: not named as Canvas names a hand-in (the LMS its names fit best) "
+            "nor as <student>_attention.ipynb; not taken in",
+        ),
+    ]
+
+
 def test_folder_with_an_unknown_lesson_is_reported(tmp_path):
     inbox = tmp_path / "inbox"
     (inbox / "ada" / "03_attention").mkdir(parents=True)

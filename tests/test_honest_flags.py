@@ -5,26 +5,26 @@ replaced by one of its catalogued mistakes, by its stub, or left right. The othe
 the reference's solution cells, run in the notebook's own namespace, so an exercise that calls
 another (``cached_greedy_decode`` calls ``decoder_layer_step``) calls the replaced one, as in a
 learner's kernel. Each test cell of the replaced exercise and of the exercises that call it runs
-as the notebook runs it (here, with the hidden seed the judge gives the kernel) and as the judge
-runs it (``judge.run_test_cell`` with that seed, reaching the notebook's names through
+as the notebook runs it (its kernel drawing one seed) and as the judge runs it
+(``judge.run_test_cell`` with another, reaching the notebook's names through
 ``autograder.engine.remote`` over a socket pair, the kernel's end served in a thread), for each seed.
 
 A cell's visible part draws no hidden seed, so it runs once; its hidden part runs once per seed,
 and only where the visible part passed (a cell stops at its first failure, in the notebook and
-before the judge). A cell that passes in the notebook must pass before the judge, and the other
-way round, except for code that changes its inputs in place, which the judge's copies hide: there
-the judge may only be more lenient (as tests/test_judge.py documents).
+before the judge). The notebook and the judge never share a seed (the judge keeps its own from the
+kernel, so that no answer recorded in the notebook can be replayed to it): the notebook draws from
+one of SEEDS and the judge from the one half the list away (``_judge_seed``), so over the twenty
+every seed serves once as each. A cell that passes in the notebook must pass before the judge, and
+the other way round, except for code that changes its inputs in place, which the judge's copies
+hide: there the judge may only be more lenient (as tests/test_judge.py documents).
 
 Every submission is graded with all twenty SEEDS when COURSE_HONEST_SEEDS=20 (about two hours of
 CPU on a 2-core machine); by default each gets one of them, the next for the next submission, so
 that twenty submissions in a row share out all twenty (one seed each: about eleven minutes of
-CPU). The sample loses no case the seed is shared for: the judge and the kernel draw the same
-seed by construction (tests/test_judge.py proves it with a kernel), so a verdict can differ only
-where the two runs compute the same values differently (rounding in another process at a near
-tie), which the seeds in turn sample; and with the old independent seeds,
-a mistake whose verdict depends on the seed (a Pre-LN-only mistake of decoder_layer_step under
-cached_greedy_decode's hidden test, whose model is Pre-LN for some seeds only) disagreed at one
-seed in two.
+CPU). A verdict that depends on the seed shows as a disagreement here: a mistake whose verdict
+depended on a drawn choice (a Pre-LN-only mistake of decoder_layer_step under
+cached_greedy_decode's hidden test, whose model was Pre-LN for some seeds only) disagreed at one
+seed in two until that hidden test tested both variants on every seed.
 """
 
 import ast
@@ -54,6 +54,11 @@ PER_SUBMISSION = int(os.environ.get("COURSE_HONEST_SEEDS", "1"))
 def _seeds(index: int) -> list[int]:
     """The seeds of the ``index``-th submission: PER_SUBMISSION of SEEDS, where the last one left off."""
     return [SEEDS[(index * PER_SUBMISSION + step) % len(SEEDS)] for step in range(PER_SUBMISSION)]
+
+
+def _judge_seed(seed: int) -> int:
+    """The judge's seed when the notebook draws ``seed``: another of SEEDS, half the list away."""
+    return SEEDS[(SEEDS.index(seed) + len(SEEDS) // 2) % len(SEEDS)]
 
 
 def _solution_cells(lesson: str) -> dict[str, str]:
@@ -138,8 +143,8 @@ def _judge_verdict(code: str, grade_id: str, lesson: str, namespace: dict, seed:
 
 
 def _disagreements(lesson: str, namespace: dict, cells: list, lenient: bool, seeds: list[int], monkeypatch):
-    """Each (cell, seed) whose verdicts differ: the notebook's with the seed the judge gives the
-    kernel, and the judge's own (whose process has no COURSE_HIDDEN_SEED)."""
+    """Each (cell, seed) whose verdicts differ: the notebook's, its kernel drawing ``seed``, and the
+    judge's, drawing a seed of its own (``_judge_seed``; its process has no COURSE_HIDDEN_SEED)."""
     found = []
     for test in cells:
         here = _kernel_verdict(test.visible, test.grade_id, namespace)
@@ -148,12 +153,13 @@ def _disagreements(lesson: str, namespace: dict, cells: list, lenient: bool, see
         if (here is None) != (there is None) and not (lenient and here is not None):
             found.append(f"{test.grade_id} (visible): notebook {here!r}, judge {there!r}")
         for seed in hidden_seeds:
-            monkeypatch.setenv(SEED_VARIABLE, str(seed))  # what the judge has the kernel set
+            monkeypatch.setenv(SEED_VARIABLE, str(seed))  # the kernel's own seed, as a grader may set it
             here = _kernel_verdict(test.hidden, test.grade_id, namespace)
             monkeypatch.delenv(SEED_VARIABLE)
-            there = _judge_verdict(test.hidden, test.grade_id, lesson, namespace, seed)
+            judged = _judge_seed(seed)
+            there = _judge_verdict(test.hidden, test.grade_id, lesson, namespace, judged)
             if (here is None) != (there is None) and not (lenient and here is not None):
-                found.append(f"{test.grade_id}, seed {seed}: notebook {here!r}, judge {there!r}")
+                found.append(f"{test.grade_id}, seeds {seed}, {judged}: notebook {here!r}, judge {there!r}")
     return found
 
 

@@ -334,7 +334,7 @@ def _intake_zip(folder: Path) -> Path:
     archive = folder / "download.zip"
     with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
         bundle.writestr(f"{LESSON}_.._attempt_2026-11-20-10-00-00_embedding.ipynb", notebook)
-        bundle.writestr("../../twin_embedding.ipynb", notebook)  # only the name counts, not the path
+        bundle.writestr("../../twin_embedding.ipynb", notebook)  # a path: refused, never followed
         bundle.writestr("twin_embedding.ipynb", notebook)
         bundle.writestr("whale_embedding.ipynb", " " * (200 * 2**20))  # stored compressed
     return archive
@@ -514,10 +514,10 @@ REPORTED = {
     ],
     "silencer": ["flagged, cell Embedding: uses get_ipython (the kernel's machinery)"],
     "test_deleter": ["deleted test cells restored and graded: test_Embedding_shapes, test_Embedding_values"],
-    "twin": [
-        "embedding.ipynb handed in twice (../../twin_embedding.ipynb, twin_embedding.ipynb): kept the last"
+    "?": [
+        "../../twin_embedding.ipynb: not named as Blackboard names a hand-in",
+        f"{LESSON}_.._attempt_2026-11-20-10-00-00_embedding.ipynb: '..' is not a student id",
     ],
-    "?": [f"{LESSON}_.._attempt_2026-11-20-10-00-00_embedding.ipynb: '..' is not a student id"],
     "whale": ["whale_embedding.ipynb is 200 MiB, over the 50 MiB limit; not graded"],
     "linker": ["left a symbolic link `embedding.ipynb` -> `../../../gradebook.db`: not kept"],
     "chmodder": [f"left a symbolic link `notes.txt` -> `{VICTIM}`: not kept"],

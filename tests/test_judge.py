@@ -168,14 +168,21 @@ def kernel():
     run_sync(manager.shutdown_kernel)(now=True)
 
 
-def test_the_kernel_draws_the_seed_the_judge_draws(kernel, tmp_path, monkeypatch):
-    """By construction: the judge gives the kernel its seed before any cell runs, and its own run
-    of a test cell draws from it too (the grader's environment sets none here)."""
-    monkeypatch.delenv(SEED_VARIABLE, raising=False)
+def test_the_judge_keeps_its_seed_from_the_kernel(kernel, tmp_path, monkeypatch):
+    """The judge's hidden tests draw from a seed of its own, new for every notebook, whatever
+    COURSE_HIDDEN_SEED says in the grader's environment (which the kernel sees, as here): the kernel
+    never holds it, so the judge's inputs are none the notebook saw (tests/test_hostile_replay.py)."""
+    monkeypatch.setenv(SEED_VARIABLE, "20261201")
+    given = f"import os\nos.environ[{SEED_VARIABLE!r}] = '20261201'"  # the sandbox passes COURSE_*
+    run_sync(kernel.kc.execute_interactive)(given, timeout=60)
     judge = Judge(kernel, "03_attention", tmp_path)
-    cell = "from autograder.hidden.core import Fresh\nkernel_seed = Fresh().seed"
+    cell = "from autograder.hidden.core import Fresh\nkernel_seed, known = Fresh().seed, str(os.environ)"
     run_sync(kernel.kc.execute_interactive)(cell, timeout=60)
-    drawn = "from autograder.hidden.core import Fresh\nassert Fresh().seed == kernel_seed, Fresh().seed"
+    drawn = "from autograder.hidden.core import Fresh\nassert Fresh().seed != kernel_seed, Fresh().seed"
     assert judge.verdict(drawn, "test_seed") is None
-    assert judge.verdict(f"assert kernel_seed == {judge.seed}", "test_seed") is None
-    judge.close(SimpleNamespace(metadata={}))
+    assert judge.verdict("assert kernel_seed == 20261201", "test_seed") is None
+    assert judge.verdict(f"assert {str(judge.seed)!r} not in known", "test_seed") is None
+    other = Judge(kernel, "03_attention", None)  # the next notebook's judge draws another seed
+    assert other.seed != judge.seed
+    for made in (judge, other):
+        made.close(SimpleNamespace(metadata={}))

@@ -11,7 +11,7 @@ import pytest
 from nbgrader.coursedir import CourseDirectory
 
 from autograder.engine import intake_time
-from autograder.engine.intake import LMS_NAMES
+from autograder.engine.intake import BLACKBOARD
 from autograder.engine.intake_time import Handed
 from autograder.instructor import late
 
@@ -95,8 +95,8 @@ def test_a_submission_at_the_due_date_is_on_time_and_says_so():
     outcome = late.assess(POLICY, "ada", "01_embedding", at_due, 6)
     assert (outcome.days, outcome.score) == (0, 6)
     assert outcome.statement == (
-        "Handed in 2026-12-04 23:59 (Europe/Berlin; time taken from nbgrader's timestamp.txt), "
-        "on time for the due date 2026-12-04 23:59."
+        "Handed in 2026-12-04 23:59 (Europe/Berlin; time taken from the timestamp.txt handed in with "
+        "the work, the learner's own claim), on time for the due date 2026-12-04 23:59."
     )
 
 
@@ -211,31 +211,30 @@ def test_a_mistake_in_extensions_names_the_line(tmp_path, extensions, said):
 # Hand-in times, from each witness
 
 
-def zip_entry(name: str, when: tuple) -> tuple[zipfile.ZipInfo, object]:
-    info = zipfile.ZipInfo(name, date_time=when)
-    match = next(filter(None, (pattern.match(Path(name).name) for pattern in LMS_NAMES)), None)
-    return info, match
+def zip_entry(name: str, when: tuple) -> tuple[zipfile.ZipInfo, str | None]:
+    """A download's entry, and the attempt time in Blackboard's part of its name (None: none)."""
+    match = BLACKBOARD.fullmatch(name)
+    return zipfile.ZipInfo(name, date_time=when), match["time"] if match else None
 
 
 def test_a_blackboard_name_gives_the_attempt_time_in_the_course_zone():
-    info, match = zip_entry(
+    info, attempt = zip_entry(
         "03_attention_ada_attempt_2026-12-05-10-30-00_attention.ipynb", (2027, 1, 1, 0, 0, 0)
     )
-    assert match is not None and match["student"] == "ada"
-    assert intake_time.from_zip(info, match, BERLIN) == Handed(
+    assert intake_time.from_zip(info, attempt, BERLIN) == Handed(
         datetime(2026, 12, 5, 10, 30, tzinfo=BERLIN), "LMS file name"
     )
 
 
 def test_without_an_attempt_time_the_zip_entry_time_is_read_in_the_course_zone():
-    info, match = zip_entry("ada_attention.ipynb", (2026, 12, 5, 10, 30, 2))
-    got = intake_time.from_zip(info, match, BERLIN)
+    info, attempt = zip_entry("ada_attention.ipynb", (2026, 12, 5, 10, 30, 2))
+    got = intake_time.from_zip(info, attempt, BERLIN)
     assert got == Handed(datetime(2026, 12, 5, 10, 30, 2, tzinfo=BERLIN), "zip entry time")
     assert got.at.astimezone(UTC).hour == 9
-    impossible, match = zip_entry(
+    impossible, attempt = zip_entry(
         "03_attention_ada_attempt_2026-13-45-10-30-00_attention.ipynb", (2026, 12, 5, 8, 0, 0)
     )
-    assert intake_time.from_zip(impossible, match, BERLIN).source == "zip entry time"
+    assert intake_time.from_zip(impossible, attempt, BERLIN).source == "zip entry time"
 
 
 def test_nbgraders_timestamp_is_read_as_nbgrader_reads_it(tmp_path):

@@ -116,10 +116,12 @@ def _run(fn, q, k, v, mask=None):
     return result
 
 
-def compare(fn, q, k, v, mask=None, expected=None) -> None:
-    """Compare the learner's (out, weights) with ``expected`` (default: the PyTorch oracle)."""
+def compare(fn, q, k, v, mask=None, oracle=None) -> None:
+    """Compare the learner's (out, weights) with what ``oracle(q, k, v, mask)`` gives (default: the
+    PyTorch oracle), computed only once the learner's code has returned: while it runs, no expected
+    value is anywhere it could read one (a caller's frame, a global), to keep for a later call."""
     out, weights = _run(fn, q, k, v, mask)
-    expected_out, expected_weights = expected or _expected(q, k, v, mask)
+    expected_out, expected_weights = (oracle or _expected)(q, k, v, mask)
     wrong = core.mistake_outputs(MISTAKES, q, k, v, mask)
     pairs = [(m, output) for m, output in wrong if isinstance(output, tuple)]  # not the crashes
     weights_of = [(m, w) for m, (_, w) in pairs]

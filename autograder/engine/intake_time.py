@@ -22,18 +22,26 @@ The intake ``record``s the moment next to the submission in ``submitted/<student
 that format agrees on), so nbgrader's gradebook records the same moment, and ``handed.json``,
 which keeps the source too. ``read`` gives it back at export time.
 
+The last two witnesses are the learner's own files (``LEARNER_CLAIMED``), and are named as such.
+The intake logs every notebook it takes in with its own clock (``IntakeLog``,
+``<workspace>/intake_log.jsonl``); a learner's claim is flagged (``contradiction``) when it
+contradicts that log (another notebook of the same lesson was taken in after the claimed time)
+or the LMS's time for the same notebook. A claim nothing contradicts stands: on a first intake
+from a folder, nothing here can tell a forged ``timestamp.txt`` from an honest one.
+
 A ``timestamp.txt`` is data from outside (its folder came from a learner's hands or an
 exchange): it is read only when it is a regular file, at most ``MAX_TIMESTAMP_BYTES`` of it,
 and one that does not parse is reported with the reason, while the folder's time stands in.
 """
 
+import hashlib
 import json
 import os
 import re
 import stat
 import zipfile
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -46,10 +54,20 @@ TIMESTAMP_FILE = "timestamp.txt"
 HANDED_FILE = "handed.json"
 # A timestamp is one short line; anything far longer is not one.
 MAX_TIMESTAMP_BYTES = 200
-# Blackboard's attempt time in a download's file names: _attempt_YYYY-MM-DD-HH-MM-SS_
-ATTEMPT_TIME = re.compile(r"_attempt_(\d{4})-(\d{2})-(\d{2})-(\d{2})-(\d{2})-(\d{2})_")
+# Blackboard's attempt time in a download's file names (_attempt_YYYY-MM-DD-HH-MM-SS_)
+ATTEMPT_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})-(\d{2})-(\d{2})-(\d{2})")
 
 SOURCES = ("LMS file name", "zip entry time", "timestamp.txt", "folder time")
+# The witnesses that are the learner's own files: nbgrader writes timestamp.txt with the
+# learner's permissions, and a copy or `touch` sets a file's time. The LMS's are the others.
+LEARNER_CLAIMED = {
+    "timestamp.txt": "the learner's own timestamp.txt",
+    "folder time": "the learner's own file times",
+}
+LMS_SOURCES = ("LMS file name", "zip entry time")
+INTAKE_LOG = "intake_log.jsonl"
+# Clocks of the LMS, the exchange and this machine may differ by this much without a contradiction.
+CLOCK_SLACK = timedelta(minutes=5)
 
 
 class UnreadableRecord(ValueError):
@@ -70,11 +88,11 @@ class Handed:
             raise ValueError(f"unknown source of a hand-in time: {self.source!r} (expected one of {SOURCES})")
 
 
-def from_zip(info: zipfile.ZipInfo, name_match: re.Match | None, zone: ZoneInfo) -> Handed:
-    """The moment an LMS download says its entry ``info`` was handed in: the attempt time in its
-    file name when the name has one (``name_match``, the match of pipeline.LMS_NAMES on the
-    entry's base name), else the entry's own time; both read in the course's ``zone``."""
-    if name_match is not None and (attempt := ATTEMPT_TIME.search(name_match.string)) is not None:
+def from_zip(info: zipfile.ZipInfo, attempt_time: str | None, zone: ZoneInfo) -> Handed:
+    """The moment an LMS download says its entry ``info`` was handed in: the attempt time in the
+    LMS's own part of its name (``attempt_time``, Blackboard's ``YYYY-MM-DD-HH-MM-SS``; None where
+    the name has none), else the entry's own time; both read in the course's ``zone``."""
+    if attempt_time is not None and (attempt := ATTEMPT_TIME.fullmatch(attempt_time)) is not None:
         try:
             return Handed(datetime(*map(int, attempt.groups()), tzinfo=zone), "LMS file name")
         except ValueError:  # month 13 and the like: the entry's own time is the next witness
@@ -180,3 +198,83 @@ def _zone(name: str, moment: datetime):
         return ZoneInfo(name)
     except (ValueError, LookupError):
         return moment.tzinfo
+
+
+def digest(path: Path) -> str:
+    """The SHA-256 of a file's bytes: which notebook the intake took in."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Taken:
+    """One notebook the intake took in: whose, which lesson, its digest, when it was handed in
+    (and the witness), and the intake's own clock at the moment it took it in."""
+
+    student: str
+    lesson: str
+    digest: str
+    handed: Handed
+    taken: datetime
+
+
+class IntakeLog:
+    """Every notebook the intake took in, one JSON line each, in ``<workspace>/intake_log.jsonl``:
+    the intake's own record of what it saw when, which a learner's files cannot change."""
+
+    def __init__(self, workspace: Path):
+        self.path = workspace / INTAKE_LOG
+
+    def read(self, student: str, lesson: str) -> list[Taken]:
+        """What the intake took in of ``student``'s ``lesson`` before, oldest first (a line it
+        cannot read, such as one cut short by a crash, is passed over)."""
+        if not self.path.is_file():
+            return []
+        found = []
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            try:
+                what = json.loads(line)
+                if (what["student"], what["lesson"]) == (student, lesson):
+                    handed = Handed(datetime.fromisoformat(what["at"]), what["source"])
+                    taken = datetime.fromisoformat(what["taken"])
+                    found.append(Taken(student, lesson, what["digest"], handed, taken))
+            except (ValueError, KeyError, TypeError):
+                continue
+        return found
+
+    def append(self, taken: Taken) -> None:
+        what = {
+            "student": taken.student,
+            "lesson": taken.lesson,
+            "digest": taken.digest,
+            "at": taken.handed.at.isoformat(),
+            "source": taken.handed.source,
+            "taken": taken.taken.isoformat(),
+        }
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(what, ensure_ascii=False) + "\n")
+
+
+def _shown(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def contradiction(earlier: list[Taken], now: Taken) -> str | None:
+    """Why the hand-in time of ``now`` cannot be right, when only the learner's own files claim
+    it and it contradicts the intake's own log (another notebook was taken in after the time
+    claimed) or the LMS's time for the same notebook (``earlier``: what the intake took in of
+    the same student and lesson before); else None. A claim later than the intake's clock is
+    not one: the course's sample hand-ins are dated ahead, as a demo's are."""
+    if now.handed.source not in LEARNER_CLAIMED:
+        return None
+    claim = now.handed.at
+    said = f"hand-in time {_shown(claim)} comes only from {LEARNER_CLAIMED[now.handed.source]}"
+    for before in reversed(earlier):
+        if before.digest != now.digest and claim < before.taken - CLOCK_SLACK:
+            return (
+                f"{said}, but at {_shown(before.taken)} the intake took in another notebook of this "
+                "student's lesson, so this one was handed in later; check it"
+            )
+        gap = abs(before.handed.at - claim)
+        if before.digest == now.digest and before.handed.source in LMS_SOURCES and gap > CLOCK_SLACK:
+            return f"{said}, and the LMS's time for the same notebook is {_shown(before.handed.at)}; check it"
+    return None

@@ -15,16 +15,21 @@ the notebook and fails here gets the judge's failure as an error output (nbgrade
 in the notebook stays failed. The judge is deliberately no stricter than the notebook: where
 it cannot see something (an input changed in place), the notebook's verdict stands.
 
-Both runs test the same thing: the judge chooses the notebook's hidden seed (COURSE_HIDDEN_SEED
-when the grader's environment sets it, else a new one) and has the kernel set it before any cell
-runs, and its own runs draw from it too, so a hidden test draws the same sizes and values twice
-and an honest mistake fails (or passes) in both. The learner's exercises call each other in the
-kernel, in both runs: the judge reaches only the name the test cell uses.
+The two runs do not share their random inputs: the judge draws a seed of its own for its runs of
+the hidden tests (``judge_seed``), from the operating system, never from the grader's environment
+(which the kernel partly sees) and never handed to the kernel. So a hidden test gives the judge
+sizes and values the kernel has never seen, and an answer recorded during the notebook's own run
+(the checks' expected values, read from their frames) cannot be replayed to the judge. The
+hidden tests are written so that an honest answer gets the same verdict for every seed (where a
+verdict would depend on a drawn choice, Pre-LN or Post-LN, they test both), so the two runs
+agree for honest code (tests/test_honest_flags.py). The learner's exercises call each other in
+the kernel, in both runs: the judge reaches only the name the test cell uses.
 """
 
 import builtins
 import contextlib
 import io
+import secrets
 import socket
 import tempfile
 import time
@@ -39,7 +44,7 @@ from autograder.checks.core import CheckFailure, naming_noted
 from autograder.checks.device import exact_matmul
 from autograder.engine.remote import Channel, Endpoint, Refused, models_read_only
 from autograder.grading import grading_imports, lesson_of, table
-from autograder.hidden.core import SEED_VARIABLE, new_seed, seeded
+from autograder.hidden.core import seeded
 
 JUDGE_METADATA = "course_judge"
 CONNECT_TIMEOUT_S = 20  # for the kernel to start serving; it is idle, so this is generous
@@ -48,7 +53,13 @@ SERVE = (
     "__import__('autograder.engine.remote', fromlist=['serve']).serve({path!r}, globals(), "
     "__import__('autograder.checks.device', fromlist=['exact_matmul']).exact_matmul)"
 )
-SEED = "__import__('os').environ[{variable!r}] = {seed!r}"  # the kernel's hidden tests draw from it
+JUDGE_SEED_BITS = 63  # torch.Generator takes any seed below 2**64; too many to search from the kernel
+
+
+def judge_seed() -> int:
+    """A seed for the judge's runs of the hidden tests: new for every notebook, from the operating
+    system, whatever COURSE_HIDDEN_SEED says (the kernel sees the grader's COURSE_ variables)."""
+    return secrets.randbits(JUDGE_SEED_BITS)
 
 
 class _LearnerNames(dict):
@@ -102,7 +113,7 @@ class Judge:
     sandbox's private folder, which the kernel can reach); the judge runs the same test cell
     against them, says goodbye and waits for the kernel to be idle again. So the judge sees
     the learner's definitions exactly as the test cell saw them, not as later cells left them.
-    It is made before the notebook's first cell runs, and gives the kernel the hidden seed then.
+    Its hidden tests draw from a seed of its own (``judge_seed``), which the kernel never sees.
     """
 
     def __init__(self, executor, lesson: str, folder: Path | None):
@@ -122,15 +133,7 @@ class Judge:
         self.overruled: dict[str, str] = {}
         self.seen: dict[str, dict] = {}  # grade id -> what the judge saw (``seen``), for the class insights
         self.seconds = 0.0  # spent judging, for the instructor's progress line
-        self.seed = new_seed()
-        self._give_seed()
-
-    def _give_seed(self) -> None:
-        """Have the kernel's hidden tests draw from the judge's seed (before any cell ran there)."""
-        code = SEED.format(variable=SEED_VARIABLE, seed=str(self.seed))
-        msg_id = self.executor.kc.execute(code, silent=True, store_history=False)
-        if not self._wait_idle(msg_id, CONNECT_TIMEOUT_S):
-            self.unanswered = "the kernel did not take the hidden tests' seed from the judge"
+        self.seed = judge_seed()
 
     def close(self, nb: NotebookNode) -> None:
         """Record the overruled cells in the notebook's metadata; release the socket."""

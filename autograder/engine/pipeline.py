@@ -167,9 +167,10 @@ class Pipeline:
         """Take in ``folder/<student>/<lesson>/*.ipynb`` (autograder/engine/intake.py)."""
         self._intake().collect_folder(folder)
 
-    def collect_zip(self, archive: Path, lesson: str, only: str | None = None) -> None:
-        """Take in an LMS download for one lesson; with ``only``, just that student's notebooks."""
-        self._intake().collect_zip(archive, lesson, only)
+    def collect_zip(self, archive: Path, lesson: str, only: str | None = None) -> set[str]:
+        """Take in an LMS download for one lesson; with ``only``, just that student's attempt.
+        Returns the students the download holds a notebook of."""
+        return self._intake().collect_zip(archive, lesson, only)
 
     def take(
         self, student: str, lesson: str, notebook: Path, handed: intake_time.Handed | None = None

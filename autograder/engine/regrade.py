@@ -73,7 +73,9 @@ def _retake(
         if lesson is None:
             raise ValueError("a zip holds one lesson: regrade from --zip needs --lesson")
         with _replacing(pipeline, student, lesson):
-            pipeline.collect_zip(archive, lesson, only=student)
+            found = pipeline.collect_zip(archive, lesson, only=student)
+        if student not in found:
+            raise ValueError(f"no notebook of {student!r} in {archive}, by the LMS's names of attempts")
         return [lesson]
     wanted = [p for p in sorted((folder / student).glob("*/*.ipynb")) if lesson in (None, p.parent.name)]
     if not wanted:

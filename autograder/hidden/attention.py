@@ -14,10 +14,10 @@ def hidden_scaled_dot_product_attention(fresh: Fresh, fn, masked: bool, trials: 
         t_k, d_v = t_q + fresh.size(1, 4), d_k + fresh.size(1, 4)
         q, k, v = fresh.tensor(b, h, t_q, d_k), fresh.tensor(b, h, t_k, d_k), fresh.tensor(b, h, t_k, d_v)
         if not masked:
-            attention.compare(fn, q, k, v, None, expected=reference(q, k, v))
+            attention.compare(fn, q, k, v, None, oracle=reference)
             continue
         for mask_shape in ((t_q, t_k), (b, 1, 1, t_k), (b, h, t_q, t_k)):
             mask = fresh.bools(*mask_shape)
             mask[..., 0] = True  # most queries see some key ...
             mask[..., -1, :] = False  # ... the last sees none
-            attention.compare(fn, q, k, v, mask, expected=reference(q, k, v, mask))
+            attention.compare(fn, q, k, v, mask, oracle=reference)

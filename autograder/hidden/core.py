@@ -5,9 +5,10 @@ the visible checks' inputs fails. The seed it drew is printed in its failure mes
 setting ``COURSE_HIDDEN_SEED`` to that number makes every hidden test draw exactly the
 same sizes and values again, so an instructor can replay a learner's failure.
 
-While grading, the judge (autograder/engine/judge.py) chooses one seed per notebook and has the
-kernel set ``COURSE_HIDDEN_SEED`` to it before any cell runs; the judge's own runs of the
-test cells draw from the same seed (``seeded``), so both test the same sizes and values.
+While grading, the judge (autograder/engine/judge.py) runs the hidden tests again with a seed of
+its own (``seeded``), which the kernel never sees: the two runs draw different sizes and values.
+So a hidden test must give an honest answer the same verdict for every seed: where a verdict
+could depend on a choice it draws (Pre-LN or Post-LN), it tests every option instead.
 """
 
 import contextlib

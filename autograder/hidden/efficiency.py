@@ -38,17 +38,19 @@ def hidden_decoder_layer_step(fresh: Fresh, fn, norm_first: bool, trials: int = 
 
 @replayable
 def hidden_cached_greedy_decode(fresh: Fresh, fn, with_end: bool) -> None:
-    """A fresh stand-in model (Post-LN or Pre-LN, one to three layers) and source; a small reference
-    Transformer with fresh weights; the fixed stand-in on which every known mistake shows. Each
-    against the reference greedy_decode (full recomputation): the tokens, then the log-probabilities."""
+    """Two fresh stand-in models (one Post-LN, one Pre-LN, each of one to three layers) and sources;
+    a small reference Transformer with fresh weights; the fixed stand-in on which every known
+    mistake shows. Each against the reference greedy_decode (full recomputation): the tokens, then
+    the log-probabilities. Both variants on every seed: a step wrong only in Pre-LN fails for all."""
     cases = []
-    model, src, src_mask = checks.cached_case(
-        int(fresh.size(0, 10**6)), batch=fresh.size(2, 4), t_src=fresh.size(3, 8),
-        n_layers=fresh.size(1, 3), norm_first=bool(fresh.size(0, 1)), generator=fresh.generator,
-    )  # fmt: skip
-    max_len = fresh.size(4, 12)
-    free = reference_greedy_decode(model, src, src_mask, max_len, checks.START)
-    cases.append((model, src, src_mask, max_len, int(free[0, 2]) if with_end else None))
+    for norm_first in (False, True):
+        model, src, src_mask = checks.cached_case(
+            int(fresh.size(0, 10**6)), batch=fresh.size(2, 4), t_src=fresh.size(3, 8),
+            n_layers=fresh.size(1, 3), norm_first=norm_first, generator=fresh.generator,
+        )  # fmt: skip
+        max_len = fresh.size(4, 12)
+        free = reference_greedy_decode(model, src, src_mask, max_len, checks.START)
+        cases.append((model, src, src_mask, max_len, int(free[0, 2]) if with_end else None))
 
     args = {"src_vocab": 9, "tgt_vocab": 10, "d_model": 8, "n_heads": 2, "d_ff": 16, "n_layers": 2}
     transformer = ReferenceTransformer(**args, dropout=0.0, max_len=20)

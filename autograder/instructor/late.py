@@ -74,7 +74,7 @@ DAY_S = 24 * 3600
 SOURCE_WORDS = {
     "LMS file name": "the LMS's file name",
     "zip entry time": "the LMS download's file time",
-    "timestamp.txt": "nbgrader's timestamp.txt",
+    "timestamp.txt": "the timestamp.txt handed in with the work, the learner's own claim",
     "folder time": "the notebook's file time",
 }
 
