@@ -61,6 +61,7 @@ LIMIT_HELP = {
     "tasks": "processes and threads per kernel, where cgroups can be made",
     "folder_mib": "MiB kept of the files a submission's kernel leaves in its folder",
     "folder_files": "files and folders kept of what a submission's kernel leaves",
+    "file_mib": "MiB of the largest file a submission's kernel may write, while it runs",
 }  # in a workspace that `demo` made, and so may replace
 
 

@@ -529,6 +529,7 @@ REPORTED = {
     # 3,000 files and their folder, beside the notebook and the intake's timestamp.txt and handed.json
     "flooder": ["left 3,004 files and folders, over the cap of 1,000: kept the first 1,000 by name"],
     "sparse_writer": ["left `big.bin` (1.0 GiB), over the cap of 256 MiB: not kept"],
+    "hog": ["the solution cell of Embedding ran out of memory at the sandbox's cap of 4 GiB a process"],
     "keyring_a_writer": ["flagged, cell Embedding: imports ctypes (the kernel's machinery)"],
     "keyring_b_reader": ["flagged, cell Embedding: imports ctypes (the kernel's machinery)"],
 } | (

@@ -6,13 +6,26 @@ it) and then failing with it. The caps here are small (MiB and seconds, not the 
 so that each case runs in seconds.
 """
 
+import ctypes
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
+import pytest
 from bs4 import BeautifulSoup
+from nbclient import NotebookClient
+from nbformat import NotebookNode
+from nbformat.v4 import new_code_cell, new_notebook
+from traitlets.config import Config
 
 from autograder.engine import feedback_page
 from autograder.engine.feedback_page import MATH_NOTICE_ID, MathCaps, Typesetter, offline_page
+from autograder.engine.kernels import zygote, zygote_server
+from autograder.engine.kernels.sandbox import Limits, SandboxSpec, give_to_sandbox, needed, private_roots
+from autograder.engine.limit_errors import limit_lines
 
 # One formula that expands itself until MathJax's macro limit: 2 to 3 ms and 0.9 KiB of SVG each.
 # 41,000 of them (580 KB of a submission's output) took 109 s here and made a 36.8 MiB page.
@@ -111,3 +124,140 @@ def test_a_page_whose_typesetting_never_ends_costs_its_time_cap_and_the_next_pag
         monkeypatch.setattr(feedback_page, "SCRIPT", script)
         assert offline_page(_page("$y$"), typesetter).count("<svg") == 1
         assert typesetter.running
+
+
+# --- what a running kernel writes, and what it holds --------------------------------------
+
+LIMITS = Limits(memory_gib=1.0, file_mib=8)  # small caps: each case runs in seconds
+WRITE_64_MIB = """
+import errno, os
+for path in ("big.bin", "/tmp/big.bin"):
+    try:
+        with open(path, "wb") as handle:
+            for _ in range(64):
+                handle.write(bytes(2**20))
+        print(path, "wrote", os.path.getsize(path) // 2**20, "MiB")
+    except OSError as error:
+        print(path, errno.errorcode[error.errno], "at", os.path.getsize(path) // 2**20, "MiB")
+"""
+
+
+def test_a_process_in_the_sandbox_cannot_write_a_file_past_the_cap(tmp_path, monkeypatch):
+    """A write past RLIMIT_FSIZE fails with EFBIG in the process (Python ignores SIGXFSZ,
+    which would end it), and it goes on."""
+    folder = tmp_path / "own"
+    folder.mkdir()
+    give_to_sandbox(folder)
+    script = WRITE_64_MIB + "print('still running')\n"
+    command = [sys.executable, "-c", script]
+    without = {name: value for name, value in SandboxSpec(LIMITS).rlimits().items() if name != "RLIMIT_FSIZE"}
+    monkeypatch.setattr(SandboxSpec, "rlimits", lambda self: without)  # a sandbox without the cap
+    spec = SandboxSpec(LIMITS, writable=(folder,), readable=tuple(needed()), private=tuple(private_roots()))
+    run = subprocess.run(spec.command(command), cwd=folder, capture_output=True, text=True, timeout=120)
+    assert run.stdout.splitlines() == ["big.bin wrote 64 MiB", "/tmp/big.bin wrote 64 MiB", "still running"]
+    monkeypatch.undo()
+    run = subprocess.run(spec.command(command), cwd=folder, capture_output=True, text=True, timeout=120)
+    assert run.stdout.splitlines() == [
+        "big.bin EFBIG at 8 MiB",
+        "/tmp/big.bin EFBIG at 8 MiB",
+        "still running",
+    ]
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bounds") / "workspace"
+    folder.mkdir()
+    yield folder
+    zygote.shutdown()
+
+
+def _warm(workspace: Path, student: str, *sources: str) -> NotebookNode:
+    """A notebook of ``sources`` run in a warm kernel under ``LIMITS``, errors kept in its outputs."""
+    folder = workspace / "autograded" / student / "01_embedding"
+    folder.mkdir(parents=True, exist_ok=True)
+    config = Config()
+    config.SandboxSettings.hidden = [str(workspace)]
+    for name, value in vars(LIMITS).items():
+        setattr(config.SandboxSettings, name, value)
+    nb = new_notebook(cells=[new_code_cell(source) for source in sources])
+    client = NotebookClient(
+        nb,
+        kernel_manager_class=zygote.WarmKernelManager,
+        config=config,
+        kernel_name="python3",
+        timeout=120,
+        allow_errors=True,
+        resources={"metadata": {"path": str(folder)}},
+    )
+    return client.execute()
+
+
+def _printed(nb: NotebookNode) -> list[str]:
+    return ["".join(o.get("text", "") for o in cell.outputs).strip() for cell in nb.cells]
+
+
+def test_a_warm_kernel_cannot_write_past_the_cap_and_the_report_says_so(workspace):
+    nb = _warm(
+        workspace, "writer", WRITE_64_MIB, "with open('big.bin', 'ab') as handle:\n    handle.write(b'x')"
+    )
+    assert _printed(nb)[0].splitlines() == ["big.bin EFBIG at 8 MiB", "/tmp/big.bin EFBIG at 8 MiB"]
+    assert nb.cells[1].outputs[0].evalue == "[Errno 27] File too large"  # the kernel went on, and failed
+    assert limit_lines(nb, LIMITS) == [
+        "cell 2 (added by the learner) wrote a file up to the sandbox's cap of 8 MiB a file (--file-mib): "
+        "it failed there"
+    ]
+
+
+def test_a_kernel_that_runs_out_of_memory_is_reported(workspace):
+    """A solution that needs more than the cap fails in its cell, and says nothing on its own:
+    no kernel died, no cell timed out, nothing was left behind. The report names the cap."""
+    hog = "hoard = bytearray(2 * 2**30)"
+    torch_hog = "import torch\nhoard = torch.empty(2**28, dtype=torch.float64)"
+    nb = _warm(workspace, "hog", hog, torch_hog, "print('alive')")
+    assert [cell.outputs[0].get("ename") for cell in nb.cells[:2]] == ["MemoryError", "RuntimeError"]
+    assert _printed(nb)[2] == "alive"
+    cap = "ran out of memory at the sandbox's cap of 1 GiB a process (--memory-gib): it failed there"
+    assert limit_lines(nb, LIMITS) == [
+        f"cell 1 (added by the learner) {cap}",
+        f"cell 2 (added by the learner) {cap}",
+    ]
+
+
+IOPRIO_SET = {"x86_64": 251, "aarch64": 30}[os.uname().machine]
+IOPRIO_GET = zygote_server.IOPRIO_GET[os.uname().machine]
+IDLE_LEVEL_7 = (3 << 13) | 7  # IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 7)
+SLOW_THE_NEXT = f"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+print(libc.syscall({IOPRIO_SET}, 1, 1, {IDLE_LEVEL_7}), libc.syscall({IOPRIO_GET}, 1, 1))
+"""
+MY_PRIORITIES = f"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+print(libc.syscall({IOPRIO_GET}, 1, 0), os.getpriority(os.PRIO_PROCESS, 0))
+"""
+
+
+def test_the_zygote_reset_notices_an_io_priority_a_kernel_set(monkeypatch):
+    """In this process: a fingerprint without the I/O priority (the stand-in) misses the change."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    before = zygote_server.io_priority()
+    monkeypatch.setattr(zygote_server, "io_priority", lambda: 0)
+    blind = zygote_server.fingerprint()
+    try:
+        assert libc.syscall(IOPRIO_SET, 1, 0, (2 << 13) | 7) == 0  # best effort, level 7: any user may
+        assert zygote_server.fingerprint() == blind
+        monkeypatch.undo()
+        assert zygote_server.io_priority() == (2 << 13) | 7
+    finally:
+        libc.syscall(IOPRIO_SET, 1, 0, before)
+    assert zygote_server.io_priority() == before
+
+
+def test_a_kernel_that_lowers_the_zygotes_priorities_does_not_slow_the_next(workspace):
+    assert _printed(_warm(workspace, "eve", SLOW_THE_NEXT)) == [f"0 {IDLE_LEVEL_7}"]  # the zygote's, changed
+    first = zygote.ZYGOTES.zygote
+    # as the grader's own process: no I/O class, nice 0
+    assert _printed(_warm(workspace, "bob", MY_PRIORITIES)) == [f"{zygote_server.io_priority()} 0"]
+    assert zygote.ZYGOTES.zygote is not first  # eve's zygote was not clean: a fresh one forked bob's kernel

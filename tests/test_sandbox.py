@@ -109,7 +109,7 @@ def test_started_by_root_the_sandbox_becomes_nobody_with_no_capability_and_the_k
 def test_one_specification_gives_the_zygote_its_command_fresh_folders_and_kernel_settings():
     """The zygote's sandbox is the cold kernel's specification with ``as_pid_1``: what it empties
     between kernels and what its kernels get come from the value, not from its command line."""
-    limits = Limits(memory_gib=0.5, cpu_s=9, open_files=77)
+    limits = Limits(memory_gib=0.5, cpu_s=9, open_files=77, file_mib=5)
     cold = SandboxSpec(limits, writable=(Path("/w/a/x"),), hidden=(Path("/w"),), private=(Path("/tmp"),))
     warm = SandboxSpec(limits, writable=(Path("/w/a/x"),), hidden=(Path("/w"),), as_pid_1=True)
     assert cold.fresh_folders() == [Path("/dev"), Path("/dev/shm"), Path("/tmp"), Path("/w")]
@@ -120,11 +120,18 @@ def test_one_specification_gives_the_zygote_its_command_fresh_folders_and_kernel
         Path("/tmp"),
         Path("/w"),
     ]
-    assert warm.rlimits() == {"RLIMIT_DATA": 2**29, "RLIMIT_CPU": 9, "RLIMIT_NOFILE": 77}
+    assert warm.rlimits() == {
+        "RLIMIT_DATA": 2**29,
+        "RLIMIT_CPU": 9,
+        "RLIMIT_NOFILE": 77,
+        "RLIMIT_FSIZE": 5 * 2**20,
+    }
     started = warm.command(["server"], process_limits=False, info_fd=5)
     assert "--as-pid-1" in started and "--as-pid-1" not in cold.command(["python"])
     assert started[started.index("--info-fd") + 1] == "5" and "prlimit" not in started
-    assert {"--cpu=9", "--nofile=77", f"--data={2**29}"} <= set(cold.command(["python"]))
+    assert {"--cpu=9", "--nofile=77", f"--data={2**29}", f"--fsize={5 * 2**20}"} <= set(
+        cold.command(["python"])
+    )
     for name, value in warm.environment().items():
         at = started.index(name)
         assert started[at - 1 : at + 2] == ["--setenv", name, value]

@@ -100,6 +100,7 @@ def sandboxed(workspace: Path, limits: Limits, warm: bool = True) -> Config:
     manager.tasks = limits.tasks
     manager.folder_mib = limits.folder_mib
     manager.folder_files = limits.folder_files
+    manager.file_mib = limits.file_mib
     return c
 
 

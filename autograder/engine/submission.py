@@ -35,6 +35,7 @@ from autograder.engine.flags import Flag, flags
 from autograder.engine.judge import JUDGE_METADATA
 from autograder.engine.kernels.sandbox import Limits
 from autograder.engine.kernels.sandbox import problem as sandbox_problem
+from autograder.engine.limit_errors import limit_lines
 from autograder.engine.nbgrader_config import course_config
 from autograder.engine.nbgrader_steps import CourseAutograde
 from autograder.engine.plain_text import report_line
@@ -192,6 +193,10 @@ def grade(setup: Setup, lesson: str, student: str) -> Graded:
         Problem(student, lesson, line) for nb in app.graded for line in nb.metadata.get(FILES_METADATA, [])
     ]
     seconds = time.perf_counter() - start
+    if setup.sandbox is not None:  # cells that met a cap of the sandbox's: which, in the course's words
+        problems += [
+            Problem(student, lesson, line) for nb in app.graded for line in limit_lines(nb, setup.sandbox)
+        ]
     return Graded(lesson, student, scores, problems, flagged, overruled, seen, seconds, judge_seconds)
 
 

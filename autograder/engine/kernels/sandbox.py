@@ -19,7 +19,9 @@ therefore starts inside bubblewrap (`bwrap`, Debian's package `bubblewrap`):
 - no keyring: a seccomp filter (autograder/engine/kernels/seccomp.py) refuses the keyring's system calls,
   through which one user's kernels could pass each other keys;
 - limits on memory (private writable memory, RLIMIT_DATA, per process), CPU time
-  (RLIMIT_CPU) and open files (RLIMIT_NOFILE), set by the instructor (`Limits`); where a
+  (RLIMIT_CPU), open files (RLIMIT_NOFILE) and the size of each file it writes
+  (RLIMIT_FSIZE: a write past it fails with EFBIG, as Python ignores SIGXFSZ), set by the
+  instructor (`Limits`); where a
   cgroup can be made, one group per sandbox also caps its tasks and its whole memory, shared
   mappings and scratch files included (``sandbox_group``).
 
@@ -35,7 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
@@ -67,6 +69,8 @@ class Limits:
     # what the grader keeps of the files a kernel leaves in its folder (submission_files.Caps)
     folder_mib: int = Caps.mib
     folder_files: int = Caps.files
+    # the largest file a process may write (RLIMIT_FSIZE), in its folder, /tmp or anywhere
+    file_mib: int = 1024
 
     def caps(self) -> Caps:
         """The caps on what the grader keeps of a kernel's folder."""
@@ -307,7 +311,12 @@ def private_roots() -> list[Path]:
 # and matplotlib keep their settings and caches in the home folder, hidden here: they get the
 # private /tmp.
 SANDBOX_VARIABLES = {"JPY_PARENT_PID": "1", "IPYTHONDIR": "/tmp/ipython", "MPLCONFIGDIR": "/tmp/matplotlib"}
-PRLIMIT_OPTIONS = {"RLIMIT_DATA": "--data", "RLIMIT_CPU": "--cpu", "RLIMIT_NOFILE": "--nofile"}
+PRLIMIT_OPTIONS = {
+    "RLIMIT_DATA": "--data",
+    "RLIMIT_CPU": "--cpu",
+    "RLIMIT_NOFILE": "--nofile",
+    "RLIMIT_FSIZE": "--fsize",
+}
 
 
 @dataclass(frozen=True)
@@ -355,6 +364,7 @@ class SandboxSpec:
             (["--dev", "/dev"], Path("/dev")),
             (_scratch(Path("/dev/shm"), scratch), Path("/dev/shm")),
             (["--proc", "/proc"], None),
+            "RLIMIT_FSIZE": self.limits.file_mib * 2**20,
         ]
         if self.as_pid_1:
             mounts.append((["--mqueue", "/dev/mqueue"], Path("/dev/mqueue")))
@@ -462,12 +472,13 @@ class SandboxSettings(AsyncKernelManager):
     left_behind: list[str] = []  # what the kernel left and was not kept: replaced, never changed
 
     def limits(self) -> Limits:
-        return Limits(
-            self.memory_gib, self.cpu_s, self.open_files, self.tasks, self.folder_mib, self.folder_files
-        )
+        return Limits(**{field.name: getattr(self, field.name) for field in fields(Limits)})
 
 
 class SandboxedKernelManager(SandboxSettings):
+    file_mib = Integer(Limits.file_mib, help="MiB of the largest file a kernel's process may write").tag(
+        config=True
+    )
     """A kernel manager whose kernels start cold inside their own sandbox (``SandboxSpec``).
 
     The kernel's working folder (the submission's folder, as nbgrader starts it) is its

@@ -26,6 +26,7 @@ import importlib
 import importlib.util
 import json
 import os
+import platform
 import resource
 import signal
 import stat
@@ -37,6 +38,8 @@ from typing import NoReturn
 
 PR_SET_DUMPABLE = 4
 IPC_RMID = 0
+IOPRIO_GET = {"x86_64": 252, "aarch64": 31}  # ioprio_get's system call number, by machine
+IOPRIO_WHO_PROCESS = 1
 MPLBACKEND = "module://matplotlib_inline.backend_inline"  # what ipykernel sets before matplotlib loads
 KILL_TIMEOUT_S = 10.0
 SWEEP_TIMEOUT_S = 60.0
@@ -230,9 +233,19 @@ def thread_count() -> int:
     return len(os.listdir("/proc/self/task"))
 
 
+def io_priority() -> int:
+    """This process's I/O priority (ioprio_get(2): its class and level in one number), which
+    a process of the same user may change (ioprio_set) and which a fork passes on."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    priority = libc.syscall(IOPRIO_GET[platform.machine()], IOPRIO_WHO_PROCESS, 0)
+    if priority < 0:
+        raise OSError(ctypes.get_errno(), "ioprio_get failed")
+    return priority
+
+
 def fingerprint() -> tuple:
-    """What a kernel could change about the zygote (same user: its resource limits, priority,
-    scheduling, CPU affinity, OOM score) and would pass on to the next kernel."""
+    """What a kernel could change about the zygote (same user: its resource limits, nice value,
+    I/O priority, scheduling, CPU affinity, OOM score) and would pass on to the next kernel."""
     limits = tuple(
         resource.getrlimit(getattr(resource, name)) for name in dir(resource) if name.startswith("RLIMIT_")
     )
@@ -241,6 +254,7 @@ def fingerprint() -> tuple:
     return (
         limits,
         os.getpriority(os.PRIO_PROCESS, 0),
+        io_priority(),
         os.sched_getscheduler(0),
         os.sched_getaffinity(0),
         oom,
@@ -310,7 +324,7 @@ class Zygote:
         status = self.sweep()
         why = [text for bit, text in WHY.items() if status & bit]
         if fingerprint() != self.fingerprint:
-            why.append("a kernel changed the zygote's limits or scheduling")
+            why.append("a kernel changed the zygote's limits, priorities or scheduling")
         return {"clean": not why, "why": "; ".join(why)}
 
     def kill_all(self) -> bool:
