@@ -3,10 +3,11 @@
 import inspect
 import re
 
+import nbformat
 import pytest
 
 from autograder.capstone import learner_code
-from autograder.engine.flags import OFF_LIMITS, compiles_cpp, shortcuts_in
+from autograder.engine.flags import OFF_LIMITS, CppCell, cpp_cell, cpp_reasons, flags, shortcuts_in
 from autograder.lessons import EXERCISES, ROOT
 from tests.alternatives import ALTERNATIVES
 
@@ -102,13 +103,68 @@ def test_a_cpp_shortcut_is_flagged_by_name(code, reason):
 
 
 def test_a_lesson_12_cell_must_compile_its_cpp():
-    assert compiles_cpp(learner_code("CppEmbedding"))
-    assert not compiles_cpp("from solutions.embedding import Embedding as CppEmbedding")
-    assert not compiles_cpp("CppEmbedding = compile_module('Embedding', source)")  # built elsewhere
-    assert not compiles_cpp("class CppEmbedding(nn.Module):\n    pass")
+    reference = learner_code("CppEmbedding")
+    assert cpp_reasons("CppEmbedding", reference) == []
+    for wrong in (
+        "from solutions.embedding import Embedding as CppEmbedding",
+        "CppEmbedding = compile_module('Embedding', source)",  # built elsewhere
+        "class CppEmbedding(nn.Module):\n    pass",
+        reference.replace('"Embedding"', '"MultiHeadAttention"'),  # another exercise's module
+        reference.replace('""")', '""", verbose=print)'),
+    ):
+        shape = 'one assignment CppEmbedding = compile_module("Embedding", r"""<C++>""")'
+        assert cpp_reasons("CppEmbedding", wrong) == [f"does not compile C++ with {shape}"], wrong
     assert not shortcuts_in(
         "raise ValueError('no nn.MultiheadAttention here')", OFF_LIMITS["MultiHeadAttention"], set()
     )
+
+
+def test_one_reading_of_the_lesson_12_cell_with_or_without_verbose():
+    reference = learner_code("CppEmbedding")
+    read = cpp_cell(reference)
+    assert read is not None and (read.exercise, read.binding) == ("CppEmbedding", "Embedding")
+    assert reference.endswith(f'r"""{read.source}""")')
+    for verbose in ("True", "False"):
+        assert cpp_cell(reference.replace('""")', f'""", verbose={verbose})')) == read
+    assert cpp_cell(reference.replace("CppEmbedding =", "Embedding =")) is None  # no exercise of lesson 12
+    assert cpp_cell(reference + "\nprint(CppEmbedding)") is None
+    assert isinstance(read, CppCell)
+
+
+def _lesson_12(*added: str) -> nbformat.NotebookNode:
+    """Lesson 12's exercise cells as a learner hands in the reference, then ``added`` cells."""
+    cells = [
+        nbformat.v4.new_code_cell(
+            learner_code(exercise), metadata={"nbgrader": {"grade_id": exercise, "solution": True}}
+        )
+        for exercise in EXERCISES["12_libtorch"]
+    ]
+    return nbformat.v4.new_notebook(cells=cells + [nbformat.v4.new_code_cell(cell) for cell in added])
+
+
+@pytest.mark.parametrize(
+    "added",
+    [
+        "CppEmbedding = Embedding",
+        "from solutions.embedding import Embedding as CppEmbedding",
+        "def CppEmbedding(vocab_size, d_model):\n    return Embedding(vocab_size, d_model)",
+        "for CppEmbedding in [Embedding]:\n    pass",
+        "class CppEmbedding(Embedding):\n    pass",
+    ],
+)
+def test_an_exercise_bound_in_an_added_cell_is_flagged(added):
+    assert flags(_lesson_12()) == []  # the exercise cells alone: nothing to flag
+    found = [(flag.cell, flag.reason) for flag in flags(_lesson_12(added)) if "binds" in flag.reason]
+    assert found == [
+        (
+            "cell 4 (added by the learner)",
+            "binds CppEmbedding outside its exercise cell, where lesson 12 asks for C++",
+        )
+    ]
+
+
+def test_using_an_exercise_in_an_added_cell_is_not_flagged():
+    assert flags(_lesson_12("print(CppEmbedding(11, 4))", "x = CppEmbedding")) == []
 
 
 @pytest.mark.parametrize("exercise", [e for lesson in EXERCISES.values() for e in lesson])

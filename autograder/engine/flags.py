@@ -144,23 +144,91 @@ def flags(nb: nbformat.NotebookNode) -> list[Flag]:
         name = meta.get("grade_id") or f"cell {index + 1} (added by the learner)"
         for reason in shortcuts_in(cell.source, OFF_LIMITS.get(meta.get("grade_id", ""), ()), modules):
             found.append(Flag(name, reason))
-        if name in CPP_EXERCISES and not compiles_cpp(cell.source):
-            found.append(Flag(name, "does not compile C++ with compile_module (a Python definition?)"))
+        found += [Flag(name, reason) for reason in cpp_reasons(name, cell.source)]
     return found
 
 
-def compiles_cpp(source: str) -> bool:
-    """Whether a lesson-12 cell is what the lesson asks for: one assignment of
-    ``compile_module("<module>", "<C++>")``, both arguments string literals."""
+# lesson 12's exercise cell, as CppSource.cell (autograder/libtorch.py) writes it
+CPP_SHAPE = 'one assignment {} = compile_module("{}", r"""<C++>""")'
+
+
+@dataclass(frozen=True)
+class CppCell:
+    """A lesson-12 exercise cell as the lesson asks for it: which exercise it assigns, the binding
+    it names (``Embedding`` for ``CppEmbedding``) and the C++ text."""
+
+    exercise: str
+    binding: str
+    source: str
+
+
+def binding_of(exercise: str) -> str:
+    """The C++ module a lesson-12 exercise compiles: ``Embedding`` for ``CppEmbedding``."""
+    return exercise.removeprefix("Cpp")
+
+
+def cpp_cell(source: str) -> CppCell | None:
+    """The one reading of lesson 12's cell shape (the flags and the grader's C++ prebuild use it):
+    a ``CppCell`` when ``source`` is exactly one assignment ``<exercise> = compile_module(
+    "<binding>", <C++>)``, the exercise one of lesson 12's, the binding its own, both arguments
+    string literals, and at most the keyword ``verbose=True`` or ``verbose=False``; None otherwise."""
+    body = _parse(source).body
+    if len(body) != 1 or not isinstance(body[0], ast.Assign) or len(body[0].targets) != 1:
+        return None
+    target, call = body[0].targets[0], body[0].value
+    if not (isinstance(target, ast.Name) and target.id in CPP_EXERCISES and isinstance(call, ast.Call)):
+        return None
+    named = isinstance(call.func, ast.Name) and call.func.id == "compile_module"
+    texts = [arg.value for arg in call.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
+    verbose_only = all(
+        keyword.arg == "verbose"
+        and isinstance(keyword.value, ast.Constant)
+        and type(keyword.value.value) is bool
+        for keyword in call.keywords
+    )
+    if not (
+        named and verbose_only and len(call.args) == len(texts) == 2 and texts[0] == binding_of(target.id)
+    ):
+        return None
+    return CppCell(target.id, texts[0], texts[1])
+
+
+def cpp_reasons(cell: str, source: str) -> list[str]:
+    """Why lesson 12's rules flag the learner's cell ``cell`` (a grade id, or "cell <n> ..." for an
+    added cell): an exercise cell not in the lesson's shape, or an exercise's name bound elsewhere."""
+    reasons = []
+    if cell in CPP_EXERCISES and _runs(source):
+        written = cpp_cell(source)
+        if written is None or written.exercise != cell:
+            reasons.append(f"does not compile C++ with {CPP_SHAPE.format(cell, binding_of(cell))}")
+    for exercise in sorted(cpp_names_bound(source) - {cell}):
+        reasons.append(f"binds {exercise} outside its exercise cell, where lesson 12 asks for C++")
+    return reasons
+
+
+def cpp_names_bound(source: str) -> set[str]:
+    """Lesson 12's exercise names that ``source`` binds anywhere (assigns, defines, imports,
+    deletes, or declares global)."""
+    bound = set()
+    for node in ast.walk(_parse(source)):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            bound.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            bound |= {alias.asname or alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            bound |= set(node.names)
+    return bound & CPP_EXERCISES
+
+
+def _runs(source: str) -> bool:
+    """Whether ``source`` is Python at all (a cell that is not does not run; the grades say so)."""
     try:
-        body = ast.parse(source).body
+        ast.parse(source)
     except SyntaxError:
-        return True  # the cell does not run at all; the grades say so
-    if len(body) != 1 or not isinstance(body[0], ast.Assign) or not isinstance(body[0].value, ast.Call):
         return False
-    call = body[0].value
-    literal = [isinstance(arg, ast.Constant) and isinstance(arg.value, str) for arg in call.args]
-    return isinstance(call.func, ast.Name) and call.func.id == "compile_module" and literal == [True, True]
+    return True
 
 
 def _parse(source: str) -> ast.AST:
