@@ -6,7 +6,8 @@ constructor and forward arguments), compiles it with ``torch.utils.cpp_extension
 returns a Python class: ``CppModule`` subclasses that are real ``nn.Module``s. Their submodules are
 Python ``nn.Linear`` and ``nn.Embedding`` objects holding the very tensors the C++ module holds, so
 ``state_dict``, ``load_state_dict``, ``.to(dtype)`` and the earlier lessons' checks work unchanged,
-and whatever Python does to a parameter the C++ code sees.
+and whatever Python does to a parameter the C++ code sees. Each class made here is recorded
+(``binding_built``), so that lesson 12's checks take nothing else for a C++ exercise.
 
 Compiled modules are cached by a hash of everything that goes into the build (the source, the
 binding, torch's version, the flags): the same source compiles once per cache folder, and one
@@ -30,6 +31,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -451,10 +453,45 @@ class CppModule(nn.Module):
     def extra_repr(self) -> str:
         return f"C++ {_cpp_kind(self.cpp)}"
 
+    @classmethod
+    def built_binding(cls) -> str | None:
+        """The binding this very class was built for by ``compile_module`` in this process, None when
+        it was not (``binding_built``): how the judge asks the kernel, through its handle."""
+        return binding_built(cls)
 
-def python_class(extension: ModuleType, part: Part) -> type[CppModule]:
+
+# each class compile_module (or compile_many) made -> (the binding it follows, its attributes as made)
+_BUILT: "weakref.WeakKeyDictionary[type, tuple[str, dict[str, Any]]]" = weakref.WeakKeyDictionary()
+_AS_WRITTEN = dict(vars(CppModule))  # CppModule's own attributes, as this module defines them
+
+
+def _made(cls: type[CppModule], binding: str) -> type[CppModule]:
+    """Record ``cls`` as made here for ``binding``, with its attributes as they are now."""
+    _BUILT[cls] = (binding, dict(vars(cls)))
+    return cls
+
+
+def _unchanged(now: dict[str, Any], made: dict[str, Any]) -> bool:
+    return now.keys() == made.keys() and all(now[name] is made[name] for name in made)
+
+
+def binding_built(cls: object) -> str | None:
+    """The binding (``"Embedding"``, ...) whose C++ ``cls`` runs, when ``cls`` is a class that
+    ``compile_module`` or ``compile_many`` made in this process and nothing of it or of ``CppModule``
+    was replaced since; None for anything else: a Python class, a subclass, a class made by hand
+    over a library, one whose ``forward`` was swapped."""
+    try:
+        binding, made = _BUILT[cls]  # type: ignore[index]
+    except (KeyError, TypeError):  # not made here, or not a class at all
+        return None
+    if not (_unchanged(dict(vars(cls)), made) and _unchanged(dict(vars(CppModule)), _AS_WRITTEN)):
+        return None
+    return binding
+
+
+def python_class(extension: ModuleType, part: Part, note: str = "") -> type[CppModule]:
     """A Python class, named like the binding, whose instances are ``CppModule``s over the part's
-    C++ class ``extension.<label>``."""
+    C++ class ``extension.<label>`` (``note``: how its build was had)."""
     cpp_class = getattr(extension, part.label)
 
     def construct(self: CppModule, *args: Any, **kwargs: Any) -> None:
@@ -462,7 +499,8 @@ def python_class(extension: ModuleType, part: Part) -> type[CppModule]:
 
     construct.__signature__ = python_signature(BINDINGS[part.binding].init)  # type: ignore[attr-defined]
     doc = f"The C++ {part.binding}, compiled ({part.label})."
-    return type(part.binding, (CppModule,), {"__init__": construct, "__doc__": doc, "build_note": ""})
+    made = type(part.binding, (CppModule,), {"__init__": construct, "__doc__": doc, "build_note": note})
+    return _made(made, part.binding)
 
 
 def python_signature(arguments: tuple[Argument, ...]) -> inspect.Signature:
@@ -488,9 +526,7 @@ def compile_module(name: str, source: str, verbose: bool = False) -> type[CppMod
     except (CompileError, CompilerMissing) as error:
         print(error, file=sys.stderr)  # in the cell, at once; the checks repeat it
         return unbuilt_class(part, error)
-    cls = python_class(extension, part)
-    cls.build_note = build_note([part])
-    return cls
+    return python_class(extension, part, build_note([part]))
 
 
 def unbuilt_class(part: Part, error: Exception) -> type[CppModule]:
@@ -501,7 +537,8 @@ def unbuilt_class(part: Part, error: Exception) -> type[CppModule]:
         raise type(error)(str(error))
 
     note = f"not built: {error}"
-    return type(part.binding, (CppModule,), {"__init__": construct, "__doc__": note, "build_note": note})
+    made = type(part.binding, (CppModule,), {"__init__": construct, "__doc__": note, "build_note": note})
+    return _made(made, part.binding)  # its checks report the build's error, as for any cell of its own
 
 
 def compile_many(parts: list[Part], verbose: bool = False) -> dict[str, type[CppModule]]:

@@ -27,7 +27,7 @@ from autograder.hidden.core import SEED_VARIABLE
 from autograder.lessons import EXERCISES
 from solutions import libtorch as cpp_reference
 from tests.alternatives import ALTERNATIVES
-from tests.test_mutations import CATALOGUE, CHECKS, CPP_EXERCISES, HIDDEN, _buggy, _stub
+from tests.test_mutations import CATALOGUE, CHECKS, CPP_EXERCISES, HIDDEN, _buggy, _stub, resolved_alternative
 from tests.test_structural_mistakes import CASES as STRUCTURAL
 from tests.test_structural_mistakes import _built_wrongly
 
@@ -102,7 +102,7 @@ def _implementation(exercise: str, kind: str, which):
         return _buggy(exercise, which)
     if kind == "structural":
         return _built_wrongly(exercise, which[1])
-    return which
+    return resolved_alternative(exercise, which)
 
 
 @pytest.mark.parametrize(

@@ -64,7 +64,12 @@ def _reference(exercise: str):
 
 def _buggy(exercise: str, mistake: Mistake):
     """The exercise written with the mistake: the function itself, or the reference class
-    whose forward computes the mistake with the module's own parameters."""
+    whose forward computes the mistake with the module's own parameters; for a C++ exercise,
+    the mistake compiled from C++ (the checks refuse a Python class there)."""
+    if exercise in CPP_EXERCISES:
+        from tests.alternatives import libtorch as cpp_variants
+
+        return cpp_variants.compiled()[exercise, mistake.name]
     reference = _reference(exercise)
     if not isinstance(reference, type):
         return mistake.compute
@@ -74,7 +79,11 @@ def _buggy(exercise: str, mistake: Mistake):
 
 
 def _stub(exercise: str):
-    reference = _reference(exercise) if exercise not in CPP_EXERCISES else torch.nn.Module
+    if exercise in CPP_EXERCISES:  # nbgrader's stub, compiled from C++
+        from tests.alternatives import libtorch as cpp_variants
+
+        return cpp_variants.compiled()[exercise, "stub"]
+    reference = _reference(exercise)
 
     def not_implemented(*args, **kwargs):
         raise NotImplementedError()
@@ -145,10 +154,21 @@ ALTERNATIVE_CASES = [(e, alt) for e, alts in ALTERNATIVES.items() for alt in alt
     ("exercise", "alternative"), ALTERNATIVE_CASES, ids=[f"{e}-{a.__name__}" for e, a in ALTERNATIVE_CASES]
 )
 def test_alternative_correct_implementation_passes(exercise, alternative):
+    alternative = resolved_alternative(exercise, alternative)
     for check in CHECKS[exercise]:
         check(alternative)
     for hidden in HIDDEN[exercise]:
         hidden(alternative)
+
+
+def resolved_alternative(exercise: str, alternative):
+    """The alternative itself; for a C++ exercise, the class its factory builds (compiled on first
+    use, never at collection), since lesson 12's checks take only a class compile_module made."""
+    if exercise in CPP_EXERCISES:
+        from tests.alternatives import libtorch as cpp_variants
+
+        return cpp_variants.compiled()[exercise, alternative.__name__]
+    return alternative
 
 
 def test_every_checked_exercise_has_two_alternatives():

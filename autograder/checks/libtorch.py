@@ -6,14 +6,20 @@ spirit: the same oracles (``nn.Embedding`` times sqrt(D), ``nn.TransformerEncode
 feed-forward block, ``nn.MultiheadAttention``) with their weights loaded by the contract's names,
 float64 inputs with B != T and T_q != T_k, and a mask that leaves one query no key at all. What
 differs is the catalogue: the mistakes are the ones C++ code makes, and the hints speak C++.
+
+Lesson 12 is answered in C++: every check and hidden test first makes sure (``expect_compiled``)
+that what it received is a class ``compile_module`` built for the exercise's own module, so that a
+Python class put in its place (``CppEmbedding = Embedding`` in a cell added below) scores nothing.
 """
 
 import math
 from types import SimpleNamespace
+from typing import Any
 
 import torch
 from torch import nn
 
+from autograder import libtorch
 from autograder.checks import core, multi_head
 from autograder.checks.device import random_mask, random_tensor
 from autograder.checks.embedding import tokens_for
@@ -28,6 +34,50 @@ D_MHA = H * D_K
 LINEARS = ("w_q", "w_k", "w_v", "w_o")
 REGISTER = 'register_module("{name}", ...) in the constructor, so that weights load by the name {name}'
 
+
+def _asked(cls: Any) -> Any:
+    """What ``cls`` says it was built for: under the judge, ``cls`` is a handle and the kernel's
+    record of what compile_module made (``CppModule.built_binding``) answers."""
+    try:
+        return cls.built_binding()
+    except Exception:  # noqa: BLE001 - no such method (a Python class), or it broke: not built
+        return None
+
+
+def _named(cls: Any) -> str:
+    """The name ``cls`` gives itself, the same here and under the judge (where it is a handle)."""
+    try:
+        return str(cls.__name__)
+    except Exception:  # noqa: BLE001 - an object without a name
+        return "an object"
+
+
+def expect_compiled(exercise: str, cls: Any) -> None:
+    """``cls`` must be the class that compile_module built for ``exercise``'s own module: here it is
+    looked up, by identity, in what autograder.libtorch made in this process; under the judge the
+    kernel's record answers through the handle. Anything else fails, saying so."""
+    binding = exercise.removeprefix("Cpp")
+    built = libtorch.binding_built(cls) if isinstance(cls, type) else _asked(cls)
+    if isinstance(built, str) and built == binding:
+        return
+    what = (
+        f"a compiled C++ {built}"
+        if isinstance(built, str)
+        else f"{_named(cls)}, which compile_module did not build"
+    )
+    cell = f'{exercise} = compile_module("{binding}", r"""...""")'
+    raise core.CheckFailure(
+        f"{exercise}: lesson 12 is answered in C++, so {exercise} must be the class compile_module builds in "
+        f"this exercise's own cell ({cell}); it is {what}, and the checks give it no points."
+    )
+
+
+def built(exercise: str, cls: Any, *args: Any) -> Any:
+    """``core.build`` of a class compile_module built for ``exercise`` (``expect_compiled``)."""
+    expect_compiled(exercise, cls)
+    return core.build(exercise, cls, *args)
+
+
 # ------------------------------------------------------------------------------ Embedding
 
 EMBEDDING_MISTAKES = core.catalogue(
@@ -41,8 +91,9 @@ EMBEDDING_MISTAKES = core.catalogue(
 )
 
 
-def _embedding(cls, vocab_size: int, d_model: int):
-    module = core.build(EMBEDDING, cls, vocab_size, d_model)
+def embedding_module(cls, vocab_size: int, d_model: int):
+    """The learner's compiled Embedding(vocab_size, d_model), its lut checked."""
+    module = built(EMBEDDING, cls, vocab_size, d_model)
     how = REGISTER.format(name="lut") + " (a torch::nn::Embedding(vocab_size, d_model))."
     lut = core.expect_attribute(EMBEDDING, module, "lut", nn.Embedding, "a torch::nn::Embedding", how)
     if (lut.num_embeddings, lut.embedding_dim) != (vocab_size, d_model):
@@ -64,7 +115,7 @@ def check_cpp_embedding(cls) -> None:
     oracle = nn.Embedding(V, D).to(device=random_tensor(1, seed=0).device, dtype=torch.float64)
     with torch.no_grad():
         oracle.weight.copy_(random_tensor(V, D, seed=1))
-    module = _embedding(cls, V, D)
+    module = embedding_module(cls, V, D)
     core.load_weights(EMBEDDING, module, {"lut.weight": oracle.weight.detach().clone()}, "lut")
     tokens = tokens_for(B, T, V, torch.Generator().manual_seed(2))
     with torch.no_grad():
@@ -99,8 +150,9 @@ def compare_feed_forward(module, x: torch.Tensor, expected: torch.Tensor) -> Non
     core.expect_close(FEED_FORWARD, "the output", out, expected, "[B, T, D]", wrong)
 
 
-def _feed_forward(cls, d_model: int, d_ff: int):
-    module = core.build(FEED_FORWARD, cls, d_model, d_ff)
+def feed_forward_module(cls, d_model: int, d_ff: int):
+    """The learner's compiled PositionwiseFeedForward(d_model, d_ff), its two layers checked."""
+    module = built(FEED_FORWARD, cls, d_model, d_ff)
     for name, shape in (("linear1", (d_ff, d_model)), ("linear2", (d_model, d_ff))):
         how = REGISTER.format(name=name) + "."
         linear = core.expect_attribute(FEED_FORWARD, module, name, nn.Linear, "a torch::nn::Linear", how)
@@ -112,7 +164,7 @@ def _feed_forward(cls, d_model: int, d_ff: int):
 def check_cpp_feed_forward(cls) -> None:
     """linear1: D -> d_ff, linear2: d_ff -> D, registered; equal to torch's linear2(relu(linear1(x)))."""
     layer = torch_encoder_layer(D, D_FF, "relu", seed=20)
-    module = _feed_forward(cls, D, D_FF)
+    module = feed_forward_module(cls, D, D_FF)
     core.load_weights(FEED_FORWARD, module, feed_forward_state(layer), "linear1, linear2")
     x = random_tensor(B, T, D, seed=30, scale=2.0)
     compare_feed_forward(module, x, torch_feed_forward(layer, x))
@@ -195,7 +247,7 @@ def compare_mha(module, n_heads, query, key, value, mask, expected_out, expected
 
 def _mha_module(cls, seed: int):
     torch_module = torch_mha(D_MHA, H, seed=seed)
-    module = core.build(MHA, cls, D_MHA, H)
+    module = built(MHA, cls, D_MHA, H)
     core.load_weights(MHA, module, mha_state(torch_module), "w_q, w_k, w_v, w_o")
     return torch_module, module
 
@@ -207,7 +259,7 @@ def _inputs(seed: int):
 @keeps_global_rng
 def check_cpp_mha_init(cls) -> None:
     """w_q, w_k, w_v, w_o registered in that order as torch::nn::Linear(D, D); D % h != 0 is a ValueError."""
-    module = core.build(MHA, cls, D_MHA, H)
+    module = built(MHA, cls, D_MHA, H)
     expected = [f"{name}.{part}" for name in LINEARS for part in ("weight", "bias")]
     found = list(module.state_dict())
     if sorted(found) != sorted(expected):

@@ -31,7 +31,7 @@ def hidden_cpp_embedding(fresh: Fresh, cls, trials: int = 3) -> None:
     for _ in range(trials):
         vocab_size, d_model = fresh.size(5, 40), fresh.size(3, 33)
         reference = _randomized(Embedding(vocab_size, d_model), fresh, 1.0)
-        module = checks._embedding(cls, vocab_size, d_model)
+        module = checks.embedding_module(cls, vocab_size, d_model)
         core.load_weights(checks.EMBEDDING, module, reference.state_dict(), "lut")
         tokens = tokens_for(fresh.size(2, 4), fresh.size(2, 9), vocab_size, fresh.generator)
         with torch.no_grad():
@@ -45,7 +45,7 @@ def hidden_cpp_feed_forward(fresh: Fresh, cls, trials: int = 3) -> None:
     for _ in range(trials):
         d_model, d_ff = fresh.size(3, 16), fresh.size(5, 40)
         reference = _randomized(PositionwiseFeedForward(d_model, d_ff), fresh, d_model**-0.5)
-        module = checks._feed_forward(cls, d_model, d_ff)
+        module = checks.feed_forward_module(cls, d_model, d_ff)
         core.load_weights(checks.FEED_FORWARD, module, reference.state_dict(), "linear1, linear2")
         x = fresh.tensor(fresh.size(2, 4), fresh.size(2, 9), d_model)
         with torch.no_grad():
@@ -62,7 +62,7 @@ def hidden_cpp_multi_head_attention(fresh: Fresh, cls, trials: int = 2) -> None:
         d_k, t_k = h + fresh.size(1, 4), t_q + fresh.size(1, 4)
         d_model = h * d_k
         reference = _randomized(MultiHeadAttention(d_model, h), fresh, d_model**-0.5)
-        module = core.build(checks.MHA, cls, d_model, h)
+        module = checks.built(checks.MHA, cls, d_model, h)
         core.load_weights(checks.MHA, module, reference.state_dict(), "w_q, w_k, w_v, w_o")
         query, key, value = (fresh.tensor(b, t, d_model) for t in (t_q, t_k, t_k))
         masks = [None, fresh.bools(t_q, t_k), fresh.bools(b, 1, 1, t_k), fresh.bools(b, 1, t_q, t_k)]
