@@ -346,12 +346,13 @@ def test_a_copy_moved_into_an_added_cell_is_flagged(tmp_path, monkeypatch):
     similarity_class.write_workspace(tmp_path, similarity_class.independent_class(10, seed=3))
     _moved_copy(tmp_path, "learner004", lesson)
 
-    def mover(report) -> similarity.Pair:
-        return next(p for p in report.pairs if {p.student_a, p.student_b} == {"learner004", "mover"})
+    def mover(report) -> list[similarity.Pair]:
+        return [p for p in report.pairs if {p.student_a, p.student_b} == {"learner004", "mover"}]
 
     monkeypatch.setattr(similarity, "_code_cells", _solution_cells_only)
-    assert mover(similarity.similarity(tmp_path, [lesson])).similarity == 0.0  # the old selection: missed
+    missed = similarity.similarity(tmp_path, [lesson])  # the old selection: the stubs, all boilerplate
+    assert [p.similarity for p in mover(missed)] in ([], [0.0]) and not missed.flagged
     monkeypatch.undo()
     report = similarity.similarity(tmp_path, [lesson])
-    assert mover(report).similarity == 1.0 and mover(report).flagged
+    assert [(p.similarity, p.flagged) for p in mover(report)] == [(1.0, True)]
     assert [p for p in report.flagged if "mover" not in (p.student_a, p.student_b)] == []

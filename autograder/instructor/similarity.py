@@ -7,8 +7,9 @@ MOSS, as the library ``copydetect`` implements it: the code is tokenised, names 
 letter and comments vanish, so renamed variables and changed comments do not hide a copy, and
 every run of NOISE_CHARS characters of that text is a fingerprint. Fingerprints of the released
 notebook's code (the stubs, the tests, the experiments) and of the reference's are boilerplate
-and never count: a learner who handed in the bare stubs or the reference's exact code is alike
-to nobody through them.
+and never count (a cell handed in as the template or the reference has it is left out, and not
+shown): a learner who handed in the bare stubs or the reference's exact code is alike to nobody
+through them, and one who handed in nothing else is in no pair.
 
 Why the lesson and not each exercise: most exercises are a few lines, and the few idioms that
 solve them (``tokens != pad_id``, a ``tril`` of ones) recur among honest learners; a single short
@@ -143,13 +144,15 @@ def _read_lesson(workspace: Path, lesson: str, problems: list[str]) -> _Lesson:
     everything each learner handed in for it."""
     found = _Lesson(lesson)
     released = sorted((workspace / "release" / lesson).glob("*.ipynb"))
+    template: set[str] = set()  # the cells as released or as the reference has them
     for notebook in released:
         reference = SOURCE / lesson / notebook.name
         references = _code_cells(reference) if reference.is_file() else []
-        for code in [*_code_cells(notebook), *map(_as_handed_in, references)]:
-            found.boilerplate |= CodeFingerprint(
-                "boilerplate.py", NOISE_CHARS, 1, fp=io.StringIO(code), language="python"
-            ).hashes
+        template |= {*_code_cells(notebook), *map(_as_handed_in, references)}
+    for code in sorted(template):
+        found.boilerplate |= CodeFingerprint(
+            "boilerplate.py", NOISE_CHARS, 1, fp=io.StringIO(code), language="python"
+        ).hashes
     names = {notebook.name for notebook in released}
     for folder in sorted((workspace / "submitted").glob(f"*/{lesson}")):
         student = folder.parent.name
@@ -163,8 +166,8 @@ def _read_lesson(workspace: Path, lesson: str, problems: list[str]) -> _Lesson:
                 what = f"{notebook.name} is over {MAX_NOTEBOOK_BYTES >> 20} MiB"
                 problems.append(f"{student} / {lesson}: {what}")
                 continue
-            try:
-                parts += _code_cells(notebook)
+            try:  # a cell as the template has it is all boilerplate: left out, and off the page
+                parts += [code for code in _code_cells(notebook) if code not in template]
             except Exception as error:  # noqa: BLE001 - json, nbformat and encoding errors alike
                 what = f"{notebook.name} is not a readable notebook ({type(error).__name__})"
                 problems.append(f"{student} / {lesson}: {what}")
