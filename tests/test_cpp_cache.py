@@ -25,6 +25,7 @@ from solutions.libtorch import CppEmbedding
 
 pytestmark = pytest.mark.skipif(sandbox.problem() is not None, reason=str(sandbox.problem()))
 
+LESSON, CELL_LIMIT_S = "12_libtorch", 600  # a cell's time, generous beside a loaded suite
 REFERENCE_CELL = CppEmbedding.cell("CppEmbedding")
 NOT_LITERAL = [
     f"source = r'''{CppEmbedding.source}'''\nCppEmbedding = compile_module('Embedding', source)",
@@ -32,6 +33,7 @@ NOT_LITERAL = [
     f'CppEmbedding = compile_module(name="Embedding", source=r"""{CppEmbedding.source}""")',
     f'Other = compile_module("Embedding", r"""{CppEmbedding.source}""")',  # not an exercise's name
     f'CppEmbedding = compile_module("Unknown", r"""{CppEmbedding.source}""")',
+    f'CppEmbedding = compile_module("MultiHeadAttention", r"""{CppEmbedding.source}""")',  # not its own
 ]
 
 
@@ -91,7 +93,7 @@ def graded(tmp_path_factory):
     runs = {}
     for student in ("ada", "bob"):
         folder = submission(workspace / "submitted" / student / "12_libtorch", "import torch", REFERENCE_CELL)
-        runs[student] = cpp_cache.prebuild(folder, cache, Limits(), hidden=(workspace,))
+        runs[student] = cpp_cache.prebuild(folder, LESSON, cache, Limits(), CELL_LIMIT_S, hidden=(workspace,))
     return workspace, runs
 
 
@@ -132,7 +134,7 @@ def test_two_submissions_of_the_same_cpp_cost_one_build_and_the_second_kernel_im
     name = reference_build()
     assert runs["ada"].built == [name] and runs["bob"].found == [name] and not runs["bob"].built
     assert len(cpp_cache.builds_logged(cache)) == 1
-    assert [folder.name for folder in cache.iterdir() if folder.is_dir()] == [name]
+    assert (cache / name / libtorch.FINISHED).read_text() == ""  # no source where kernels read
     seen = kernel_compiles(workspace, CppEmbedding.source)
     assert seen["note"].startswith("loaded from the cache"), seen
     assert seen["library"] == str(cache / name / f"{name}.so") and seen["shape"] == [1, 2, 4]
@@ -142,8 +144,23 @@ def test_two_submissions_of_the_same_cpp_cost_one_build_and_the_second_kernel_im
 def test_a_cell_that_is_not_a_literal_compile_module_call_is_not_prebuilt(tmp_path, cell):
     folder = submission(tmp_path / "submitted" / "cy" / "12_libtorch", cell)
     assert cpp_cache.submission_units(folder) == {}
-    assert cpp_cache.prebuild(folder, tmp_path / "cache", Limits()) == cpp_cache.Prebuilt()
+    assert (
+        cpp_cache.prebuild(folder, LESSON, tmp_path / "cache", Limits(), CELL_LIMIT_S) == cpp_cache.Prebuilt()
+    )
     assert not (tmp_path / "cache").exists()
+
+
+def test_the_lesson_12_cell_with_verbose_is_prebuilt_like_the_plain_one(tmp_path):
+    plain = submission(tmp_path / "plain", REFERENCE_CELL)
+    verbose = submission(tmp_path / "verbose", REFERENCE_CELL.removesuffix(")") + ", verbose=True)")
+    assert cpp_cache.submission_units(verbose) == cpp_cache.submission_units(plain) != {}
+
+
+def test_a_lesson_without_cpp_exercises_builds_nothing(tmp_path):
+    folder = submission(tmp_path / "submitted" / "cy" / "01_embedding", REFERENCE_CELL)
+    assert cpp_cache.submission_units(folder) != {}  # a lesson-12 cell, added to lesson 01
+    assert cpp_cache.prebuild(folder, "01_embedding", tmp_path / "cache", Limits(), CELL_LIMIT_S).built == []
+    assert not (tmp_path / "cache").exists() and not (tmp_path / cpp_cache.RECORDS_FOLDER).exists()
 
 
 def test_a_cell_not_prebuilt_still_builds_privately_in_its_kernel(graded):
@@ -187,3 +204,17 @@ def test_a_poisoned_build_planted_by_one_kernel_is_never_imported_by_another(gra
     # the next kernel (a sandbox of its own) finds the grader's build and imports it
     seen = kernel_compiles(workspace, CppEmbedding.source)
     assert seen["library"] == str(cache / name / f"{name}.so") and seen["shape"] == [1, 2, 4]
+
+
+def test_a_trusted_build_stops_at_its_cells_time_which_is_the_submissions_own(tmp_path):
+    if libtorch.missing_tools():
+        pytest.skip(libtorch.explain_missing(libtorch.missing_tools()))
+    folder = submission(tmp_path / "submitted" / "cy" / LESSON, REFERENCE_CELL)
+    cache = tmp_path / cpp_cache.SHARED_FOLDER
+    done = cpp_cache.prebuild(folder, LESSON, cache, Limits(), cell_limit_s=1)
+    [(name, why)] = done.failed.items()
+    assert why == "did not compile within 1 s" and done.built == [] and done.seconds < 60, done
+    # slow is not wrong: no failed mark, so the next submission of this unit is given its own time
+    assert not (cpp_cache.records(cache) / f"{name}{cpp_cache.FAILED_SUFFIX}").exists()
+    [line] = cpp_cache.builds_logged(cache)
+    assert f"{name} failed in" in line and line.endswith(f"for {folder}")

@@ -5,25 +5,28 @@ the C++ in its own private ``/tmp`` (about 20 s a module), unless a finished bui
 translation unit lies in a cache it can read. A cache that kernels could write would be a channel
 between submissions: one could plant a library of its own under the name (hash) of another's
 source. So kernels never write the shared cache (the sandbox binds it read-only), and only this
-trusted step fills it, before a submission's kernel starts:
+trusted step fills it, before a submission's kernel starts, and only for a lesson with C++
+exercises:
 
-- each notebook of the submission is read, never run: an exercise cell counts only when it is
-  exactly one assignment ``<exercise> = compile_module("<binding>", <string literal>)``; anything
-  else is skipped, and its kernel simply builds privately;
+- each notebook of the submission is read, never run: an exercise cell counts only when
+  ``flags.cpp_cell`` reads it as the lesson's shape; anything else is skipped, and its kernel
+  simply builds privately;
 - each distinct unit (``libtorch.translation_unit`` and ``libtorch.build_name``, as the kernel
   computes them) not yet in the cache is built in a sandbox of its own (``SandboxSpec``: read-only
   root, no network, the workspace hidden, a private writable folder, the kernels' limits) by
   ``python -m autograder.libtorch build FOLDER NAME --no-import``: ninja and the compiler, nothing
-  imported or run;
-- the grader copies the library and the ``finished`` mark into ``<workspace>/cpp-cache/<name>/``
+  imported or run, within the time the exercise's cell would have had in the kernel;
+- the grader copies the library and an empty ``finished`` mark into ``<workspace>/cpp-cache/<name>/``
   as its own files (a staging folder renamed into place, so a kernel never sees half a build).
 
-A unit whose build fails gets a ``<name>.failed`` mark and is not tried again; its kernel builds
-privately and reports the compiler's message. ``builds.log`` in the cache says what was built,
-when, for whom, and how long it took.
+A kernel reads no other student's material there: the cache holds successful builds only, with no
+source, and kernels cannot list it (``UNLISTED``), so a kernel finds a build only by the hash of a
+unit it already holds. Everything else is the grader's, in ``<workspace>/cpp-builds/``, which no
+sandbox binds: the lock files, the ``<name>.failed`` marks (a unit whose build fails is not tried
+again; its kernel builds privately and reports the compiler's message), and ``builds.log``, which
+says what was built, when, for which submission, and how long it took.
 """
 
-import ast
 import fcntl
 import os
 import shutil
@@ -40,7 +43,7 @@ from pathlib import Path
 import nbformat
 
 from autograder import libtorch
-from autograder.engine.flags import CPP_EXERCISES
+from autograder.engine.flags import CPP_EXERCISES, cpp_cell
 from autograder.engine.kernels import seccomp
 from autograder.engine.kernels.sandbox import (
     Limits,
@@ -48,14 +51,18 @@ from autograder.engine.kernels.sandbox import (
     give_to_sandbox,
     kernel_environment,
     needed,
+    open_only_by_name,
     private_roots,
     remove_group,
     sandbox_group,
 )
+from autograder.lessons import EXERCISES
 
-SHARED_FOLDER = "cpp-cache"  # in the grading workspace
+SHARED_FOLDER = "cpp-cache"  # in the grading workspace: kernels read it (by name only)
+RECORDS_FOLDER = "cpp-builds"  # beside it, the grader's alone: locks, failed marks, the build log
 BUILD_LOG = "builds.log"
 FAILED_SUFFIX = ".failed"
+CPP_LESSONS = frozenset(lesson for lesson, exercises in EXERCISES.items() if CPP_EXERCISES & set(exercises))
 
 
 def shared_cache(workspace: Path) -> Path:
@@ -63,30 +70,16 @@ def shared_cache(workspace: Path) -> Path:
     return workspace.resolve() / SHARED_FOLDER
 
 
-def literal_module(source: str) -> tuple[str, str] | None:
-    """(binding, C++) when the cell ``source`` is exactly ``<exercise> = compile_module("<binding>",
-    <C++>)`` with both arguments string literals, the exercise one of lesson 12's and the binding
-    one the course knows; None otherwise (the cell is then not prebuilt)."""
-    try:
-        body = ast.parse(source).body
-    except SyntaxError:
-        return None
-    if len(body) != 1 or not isinstance(body[0], ast.Assign) or len(body[0].targets) != 1:
-        return None
-    target, call = body[0].targets[0], body[0].value
-    if not (isinstance(target, ast.Name) and target.id in CPP_EXERCISES and isinstance(call, ast.Call)):
-        return None
-    if not (isinstance(call.func, ast.Name) and call.func.id == "compile_module") or call.keywords:
-        return None
-    texts = [arg.value for arg in call.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
-    if len(call.args) != 2 or len(texts) != 2 or texts[0] not in libtorch.BINDINGS:
-        return None
-    return texts[0], texts[1]
+def records(cache: Path) -> Path:
+    """The grader's own folder beside ``cache``: lock files, failed marks and the build log, which
+    no kernel sees (the sandbox hides the workspace and binds back only the cache)."""
+    return cache.parent / RECORDS_FOLDER
 
 
 def submission_units(folder: Path) -> dict[str, str]:
-    """Build name -> translation unit of each literal ``compile_module`` cell in the notebooks of
-    ``folder`` (at most one per exercise: the kernel can build no more); unreadable notebooks give none."""
+    """Build name -> translation unit of each exercise cell in lesson 12's shape (``cpp_cell``) in the
+    notebooks of ``folder`` (at most one per exercise: the kernel can build no more); unreadable
+    notebooks give none."""
     units: dict[str, str] = {}
     for path in sorted(folder.glob("*.ipynb")):
         try:
@@ -94,75 +87,100 @@ def submission_units(folder: Path) -> dict[str, str]:
         except Exception:  # noqa: BLE001 - a notebook nbgrader cannot read either; grading reports it
             continue
         for cell in cells:
-            found = literal_module(cell.source) if cell.get("cell_type") == "code" else None
+            found = cpp_cell(cell.source) if cell.get("cell_type") == "code" else None
             if found is not None and len(units) < len(CPP_EXERCISES):
-                unit = libtorch.translation_unit([libtorch.cell_part(*found)])
+                unit = libtorch.translation_unit([libtorch.cell_part(found.binding, found.source)])
                 units[libtorch.build_name(unit)] = unit
     return units
 
 
 @dataclass
 class Prebuilt:
-    """What the trusted step did for one submission: builds made, found finished, failed (name -> why)."""
+    """What the trusted step did for one submission: builds made, found finished, failed (name -> why),
+    and the seconds it spent, waiting for locks included: the submission's own time."""
 
     built: list[str] = field(default_factory=list)
     found: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
 
 
-def prebuild(folder: Path, cache: Path, limits: Limits, hidden: tuple[Path, ...] = ()) -> Prebuilt:
-    """Build into ``cache`` each unit of the submission in ``folder`` that is not there yet, each in
-    a sandbox of its own with ``limits`` (``hidden``: folders the build must not see, the
-    workspace). Nothing when this machine cannot compile: the kernels then say what is missing."""
-    done = Prebuilt()
-    units = submission_units(folder)
+def prebuild(
+    folder: Path, lesson: str, cache: Path, limits: Limits, cell_limit_s: float, hidden: tuple[Path, ...] = ()
+) -> Prebuilt:
+    """Build into ``cache`` each unit of the submission of ``lesson`` in ``folder`` that is not there
+    yet, each in a sandbox of its own with ``limits`` (``hidden``: folders the build must not see,
+    the workspace), each within ``cell_limit_s``, the time its cell would have had to build it in
+    the kernel. Nothing for a lesson without C++ exercises, nor where this machine cannot compile
+    (the kernels then say what is missing)."""
+    done, start = Prebuilt(), time.perf_counter()
+    units = submission_units(folder) if lesson in CPP_LESSONS else {}
     if not units or libtorch.missing_tools():
         return done
+    kept = records(cache)
+    kept.mkdir(mode=0o700, parents=True, exist_ok=True)
     cache.mkdir(parents=True, exist_ok=True)
-    cache.chmod(0o755)
+    open_only_by_name(cache)
     for name, unit in units.items():
-        with _locked(cache / f"{name}.lock"):  # parallel graders build each unit once
+        with _locked(kept / f"{name}.lock"):  # parallel graders build each unit once
             if (cache / name / libtorch.FINISHED).is_file():
                 done.found.append(name)
                 continue
-            if (cache / f"{name}{FAILED_SUFFIX}").is_file():
-                done.failed[name] = (cache / f"{name}{FAILED_SUFFIX}").read_text()
+            if (kept / f"{name}{FAILED_SUFFIX}").is_file():
+                done.failed[name] = (kept / f"{name}{FAILED_SUFFIX}").read_text()
                 continue
-            start = time.perf_counter()
-            why = build_trusted(name, unit, cache, limits, hidden)
-            seconds = time.perf_counter() - start
-            if why is None:
+            began = time.perf_counter()
+            failure = build_trusted(
+                name, unit, cache, limits, hidden, min(libtorch.compile_limit_s(), cell_limit_s)
+            )
+            seconds = time.perf_counter() - began
+            if failure is None:
                 done.built.append(name)
             else:
-                done.failed[name] = why
-                (cache / f"{name}{FAILED_SUFFIX}").write_text(why)
-            _log(cache, f"{name} {'built' if why is None else 'failed'} in {seconds:.1f} s for {folder}")
+                done.failed[name] = failure.why
+                if failure.final:  # a compile error: the same unit fails the same way for anyone
+                    (kept / f"{name}{FAILED_SUFFIX}").write_text(failure.why)
+            _log(kept, f"{name} {'built' if failure is None else 'failed'} in {seconds:.1f} s for {folder}")
+    done.seconds = time.perf_counter() - start
     return done
 
 
-def build_trusted(name: str, unit: str, cache: Path, limits: Limits, hidden: tuple[Path, ...]) -> str | None:
-    """Build ``unit`` as ``name`` in a sandbox of its own, then install the library in ``cache``;
-    None when it did, else why not (the compiler's message, the limit)."""
+@dataclass(frozen=True)
+class Failure:
+    """Why a trusted build failed; ``final`` when any later try of the unit would fail alike (a
+    compile error), not when it ran out of the submission's time."""
+
+    why: str
+    final: bool
+
+
+def build_trusted(
+    name: str, unit: str, cache: Path, limits: Limits, hidden: tuple[Path, ...], limit_s: float
+) -> Failure | None:
+    """Build ``unit`` as ``name`` in a sandbox of its own within ``limit_s``, then install the
+    library in ``cache``; None when it did, else why not (the compiler's message, the limit)."""
     work = Path(tempfile.mkdtemp(prefix="course-cpp-build-"))
     try:
         build = work / name
         build.mkdir()
         (build / "unit.cpp").write_text(unit)
         give_to_sandbox(work)
-        why = _run_build(build, name, limits, hidden)
-        if why is not None:
-            return why
+        failure = _run_build(build, name, limits, hidden, limit_s)
+        if failure is not None:
+            return failure
         library = build / f"{name}.so"
         if library.is_symlink() or not library.is_file():
-            return "the build left no library"
-        install(library, name, unit, cache)
+            return Failure("the build left no library", final=True)
+        install(library, name, cache)
         return None
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _run_build(build: Path, name: str, limits: Limits, hidden: tuple[Path, ...]) -> str | None:
-    """Run the build child in its sandbox under the compile-time limit; None when it succeeded."""
+def _run_build(
+    build: Path, name: str, limits: Limits, hidden: tuple[Path, ...], limit: float
+) -> Failure | None:
+    """Run the build child in its sandbox for at most ``limit`` seconds; None when it succeeded."""
     spec = SandboxSpec(
         limits,
         writable=(build.parent,),
@@ -177,7 +195,6 @@ def _run_build(build: Path, name: str, limits: Limits, hidden: tuple[Path, ...])
     if group is not None:
         command = group.join(command)
     environment = {**kernel_environment(os.environ), "MAX_JOBS": "1"}
-    limit = libtorch.compile_limit_s()
     try:
         process = subprocess.Popen(
             command,
@@ -196,23 +213,25 @@ def _run_build(build: Path, name: str, limits: Limits, hidden: tuple[Path, ...])
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.communicate()
-        return f"did not compile within {limit:.0f} s"
+        return Failure(f"did not compile within {limit:.0f} s", final=False)
     finally:
         if group is not None:
             remove_group(group)
     if process.returncode != 0:
         found = libtorch.FIRST_ERROR.search(log)
-        return found.group(0) if found else f"the build exited {process.returncode}: {log.strip()[-400:]}"
+        why = found.group(0) if found else f"the build exited {process.returncode}: {log.strip()[-400:]}"
+        return Failure(why, final=True)
     return None
 
 
-def install(library: Path, name: str, unit: str, cache: Path) -> None:
-    """Copy ``library`` and the ``finished`` mark into ``cache/name/`` as the grader's own files,
-    through a staging folder renamed into place; a build already there is kept."""
+def install(library: Path, name: str, cache: Path) -> None:
+    """Copy ``library`` and an empty ``finished`` mark (no source: kernels read this folder) into
+    ``cache/name/`` as the grader's own files, through a staging folder renamed into place; a build
+    already there is kept."""
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=cache))
     try:
         shutil.copyfile(library, staging / f"{name}.so", follow_symlinks=False)
-        (staging / libtorch.FINISHED).write_text(unit)
+        (staging / libtorch.FINISHED).write_text("")
         for path in staging.iterdir():
             path.chmod(0o644)
         staging.chmod(0o755)
@@ -225,13 +244,14 @@ def install(library: Path, name: str, unit: str, cache: Path) -> None:
 
 
 def builds_logged(cache: Path) -> list[str]:
-    """The lines of the cache's build log: one per unit the trusted step built or failed to build."""
-    log = cache / BUILD_LOG
+    """The lines of the build log kept beside ``cache``: one per unit the trusted step built or
+    failed to build."""
+    log = records(cache) / BUILD_LOG
     return log.read_text().splitlines() if log.is_file() else []
 
 
-def _log(cache: Path, line: str) -> None:
-    with open(cache / BUILD_LOG, "a") as log:
+def _log(kept: Path, line: str) -> None:
+    with open(kept / BUILD_LOG, "a") as log:
         log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n")
 
 

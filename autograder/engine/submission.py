@@ -167,7 +167,8 @@ def grade(setup: Setup, lesson: str, student: str) -> Graded:
     if setup.sandbox is not None and (reason := _sandbox_problem()) is not None:
         return failed(f"cannot grade in the sandbox on this machine: {reason}")
     if setup.sandbox is not None:  # lesson 12's C++, built by the grader where kernels only read it
-        prebuild(folder, shared_cache(setup.workspace), setup.sandbox, hidden=(setup.workspace,))
+        cache = shared_cache(setup.workspace)  # each build within its cell's time, counted in this grade's
+        prebuild(folder, lesson, cache, setup.sandbox, setup.cell_timeout_s, hidden=(setup.workspace,))
     app = _autograde(setup, lesson, student)
     if app.failure is not None:
         return failed(failure_reason(app.failure))

@@ -129,12 +129,22 @@ def kernel_environment(environment: Mapping[str, str], shared_cpp_cache: str = "
 
 def shared_folders(shared_cpp_cache: str) -> tuple[Path, ...]:
     """The folders a kernel reads and never writes, made if missing (bwrap binds only what exists):
-    the grader's cache of trusted C++ builds (autograder/engine/cpp_cache.py), when there is one."""
+    the grader's cache of trusted C++ builds (autograder/engine/cpp_cache.py), when there is one,
+    which a kernel opens only by name (``open_only_by_name``)."""
     if not shared_cpp_cache:
         return ()
     folder = Path(shared_cpp_cache).resolve()
     folder.mkdir(parents=True, exist_ok=True)
+    open_only_by_name(folder)
     return (folder,)
+
+
+def open_only_by_name(folder: Path) -> None:
+    """Let the sandbox's user reach what lies in ``folder`` by name, never list it: a kernel finds a
+    build of the shared C++ cache only by the hash of a unit it holds, and learns no other name.
+    Under root the kernels are nobody (0o711); otherwise they are the grader's own user, whose
+    owner bits then lack reading too (0o311; the grader, too, reaches its builds by name)."""
+    folder.chmod(0o311 if sandbox_user()[0] == os.geteuid() else 0o711)
 
 
 def sandbox_user() -> tuple[int, int]:
