@@ -193,11 +193,11 @@ def grade(setup: Setup, lesson: str, student: str) -> Graded:
     problems += [
         Problem(student, lesson, line) for nb in app.graded for line in nb.metadata.get(FILES_METADATA, [])
     ]
-    seconds = time.perf_counter() - start
     if setup.sandbox is not None:  # cells that met a cap of the sandbox's: which, in the course's words
         problems += [
             Problem(student, lesson, line) for nb in app.graded for line in limit_lines(nb, setup.sandbox)
         ]
+    seconds = time.perf_counter() - start
     return Graded(lesson, student, scores, problems, flagged, overruled, seen, seconds, judge_seconds)
 
 

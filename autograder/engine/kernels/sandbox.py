@@ -364,6 +364,7 @@ class SandboxSpec:
             "RLIMIT_DATA": memory,
             "RLIMIT_CPU": self.limits.cpu_s,
             "RLIMIT_NOFILE": self.limits.open_files,
+            "RLIMIT_FSIZE": self.limits.file_mib * 2**20,
         }
 
     def _mounts(self) -> list[tuple[list[str], Path | None]]:
@@ -374,7 +375,6 @@ class SandboxSpec:
             (["--dev", "/dev"], Path("/dev")),
             (_scratch(Path("/dev/shm"), scratch), Path("/dev/shm")),
             (["--proc", "/proc"], None),
-            "RLIMIT_FSIZE": self.limits.file_mib * 2**20,
         ]
         if self.as_pid_1:
             mounts.append((["--mqueue", "/dev/mqueue"], Path("/dev/mqueue")))
@@ -478,6 +478,9 @@ class SandboxSettings(AsyncKernelManager):
         config=True
     )
     folder_files = Integer(Caps.files, help="files and folders kept of what a kernel leaves").tag(config=True)
+    file_mib = Integer(Limits.file_mib, help="MiB of the largest file a kernel's process may write").tag(
+        config=True
+    )
     cpp_cache = Unicode("", help="the grader's cache of trusted C++ builds, bound read-only").tag(config=True)
     left_behind: list[str] = []  # what the kernel left and was not kept: replaced, never changed
 
@@ -486,9 +489,6 @@ class SandboxSettings(AsyncKernelManager):
 
 
 class SandboxedKernelManager(SandboxSettings):
-    file_mib = Integer(Limits.file_mib, help="MiB of the largest file a kernel's process may write").tag(
-        config=True
-    )
     """A kernel manager whose kernels start cold inside their own sandbox (``SandboxSpec``).
 
     The kernel's working folder (the submission's folder, as nbgrader starts it) is its
