@@ -178,7 +178,15 @@ def test_the_readme_table_has_one_colab_link_per_lesson_in_order():
 def test_the_readme_shows_every_lessons_colab_link_and_the_pinned_install():
     readme = (REPOSITORY_ROOT / "README.md").read_text()
     assert release_info.colab_table() in readme
-    assert (
-        f'pip install "transformer-course[lab] @ git+https://github.com/{release_info.REPOSITORY}@{release_info.TAG}"'
-        in readme
-    )
+    assert f'pip install "transformer-course[lab] @ {release_info.WHEEL_URL}"' in readme
+    assert "git+" not in readme
+
+
+def test_the_readme_says_the_release_does_not_exist_yet_and_gives_the_local_wheel_and_the_cpu_torch():
+    readme = " ".join((REPOSITORY_ROOT / "README.md").read_text().split())
+    assert "Until the first release, that address and the Colab links below lead nowhere." in readme
+    assert f"`{release_info.REPOSITORY}` and its tag `{release_info.TAG}`, and neither exists yet" in readme
+    assert f"python -m pip wheel --no-deps . -w dist # writes dist/{release_info.WHEEL}" in readme
+    assert f'pip install "dist/{release_info.WHEEL}[lab]"' in readme
+    assert "pip install torch --index-url https://download.pytorch.org/whl/cpu" in readme
+    assert "one wheel of 192 MB" in readme  # torch 2.13.0+cpu for CPython 3.11, measured
