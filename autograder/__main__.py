@@ -62,6 +62,7 @@ LIMIT_HELP = {
     "folder_mib": "MiB kept of the files a submission's kernel leaves in its folder",
     "folder_files": "files and folders kept of what a submission's kernel leaves",
     "file_mib": "MiB of the largest file a submission's kernel may write, while it runs",
+    "disk_mib": "MiB a submission's kernel may write to its folders, while it runs",
 }  # in a workspace that `demo` made, and so may replace
 
 

@@ -22,8 +22,9 @@ from nbformat.v4 import new_code_cell, new_notebook
 from traitlets.config import Config
 
 from autograder.engine import feedback_page
+from autograder.engine.execute import GradingStopped
 from autograder.engine.feedback_page import MATH_NOTICE_ID, MathCaps, Typesetter, offline_page
-from autograder.engine.kernels import zygote, zygote_server
+from autograder.engine.kernels import sandbox, zygote, zygote_server
 from autograder.engine.kernels.sandbox import Limits, SandboxSpec, give_to_sandbox, needed, private_roots
 from autograder.engine.limit_errors import limit_lines
 
@@ -128,7 +129,7 @@ def test_a_page_whose_typesetting_never_ends_costs_its_time_cap_and_the_next_pag
 
 # --- what a running kernel writes, and what it holds --------------------------------------
 
-LIMITS = Limits(memory_gib=1.0, file_mib=8)  # small caps: each case runs in seconds
+LIMITS = Limits(memory_gib=1.0, file_mib=8, disk_mib=16)  # small caps: each case runs in seconds
 WRITE_64_MIB = """
 import errno, os
 for path in ("big.bin", "/tmp/big.bin"):
@@ -172,14 +173,24 @@ def workspace(tmp_path_factory):
     zygote.shutdown()
 
 
-def _warm(workspace: Path, student: str, *sources: str) -> NotebookNode:
-    """A notebook of ``sources`` run in a warm kernel under ``LIMITS``, errors kept in its outputs."""
+def _folder(workspace: Path, student: str) -> Path:
     folder = workspace / "autograded" / student / "01_embedding"
     folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _config(workspace: Path) -> Config:
+    """The sandbox's settings: the workspace hidden, ``LIMITS``."""
     config = Config()
     config.SandboxSettings.hidden = [str(workspace)]
     for name, value in vars(LIMITS).items():
         setattr(config.SandboxSettings, name, value)
+    return config
+
+
+def _warm(workspace: Path, student: str, *sources: str) -> NotebookNode:
+    """A notebook of ``sources`` run in a warm kernel under ``LIMITS``, errors kept in its outputs."""
+    folder, config = _folder(workspace, student), _config(workspace)
     nb = new_notebook(cells=[new_code_cell(source) for source in sources])
     client = NotebookClient(
         nb,
@@ -261,3 +272,55 @@ def test_a_kernel_that_lowers_the_zygotes_priorities_does_not_slow_the_next(work
     # as the grader's own process: no I/O class, nice 0
     assert _printed(_warm(workspace, "bob", MY_PRIORITIES)) == [f"{zygote_server.io_priority()} 0"]
     assert zygote.ZYGOTES.zygote is not first  # eve's zygote was not clean: a fresh one forked bob's kernel
+
+
+# 100 MiB into the kernel's folder, in files under the file cap, at about 30 MiB/s
+WRITE_100_MIB = """
+import os, time
+os.mkdir("FOLDER")
+for index in range(100):
+    with open(f"FOLDER/{index:03d}.bin", "wb") as handle:
+        handle.write(b"x" * 2**20)
+    time.sleep(0.03)
+print("wrote 100 MiB")
+"""
+
+
+class _NoWatch:
+    """A stand-in for WriteWatch that watches nothing: the sandbox as it was before."""
+
+    passed = False
+
+    def __init__(self, *args: object) -> None:
+        pass
+
+    def start(self) -> "_NoWatch":
+        return self
+
+    def stop(self) -> None:
+        pass
+
+
+def _held_mib(folder: Path) -> float:
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file()) / 2**20
+
+
+@pytest.mark.parametrize("execute", [sandbox.SandboxedExecute, zygote.WarmExecute], ids=["cold", "warm"])
+def test_a_kernel_that_fills_its_folder_is_ended_at_the_cap_and_reported(execute, workspace, monkeypatch):
+    for module in (sandbox, zygote):  # the watch off, cold and warm
+        monkeypatch.setattr(module, "WriteWatch", _NoWatch)
+    folder = _folder(workspace, f"filler_{execute.__name__}")
+    nb = new_notebook(cells=[new_code_cell(WRITE_100_MIB.replace("FOLDER", "many"))])
+    resources = {"metadata": {"path": str(folder)}}
+    executor = execute(config=_config(workspace), timeout=120, allow_errors=True)
+    executed, _ = executor.preprocess(nb, resources)
+    assert _printed(executed) == ["wrote 100 MiB"] and _held_mib(folder / "many") == 100
+    monkeypatch.undo()
+    nb = new_notebook(cells=[new_code_cell(WRITE_100_MIB.replace("FOLDER", "more"))])
+    with pytest.raises(GradingStopped) as stopped:  # the same folder: its 100 MiB were there before
+        execute(config=_config(workspace), timeout=120, allow_errors=True).preprocess(nb, resources)
+    assert str(stopped.value) == (
+        "the kernel exited while running cell 1 (added by the learner) "
+        "(its folder passed the sandbox's cap of 16 MiB)"
+    )
+    assert _held_mib(folder / "more") < 16 + 8  # overshoot: at most one interval's writes

@@ -107,6 +107,8 @@ class CourseExecute(Execute):
             )
             if getattr(self.km, "hit_memory_cap", lambda: False)():
                 where += f" (it reached the sandbox's memory cap of {self.km.limits().memory_gib:g} GiB)"
+            if getattr(self.km, "hit_write_cap", lambda: False)():
+                where += f" (its folder passed the sandbox's cap of {self.km.limits().disk_mib:,} MiB)"
             raise GradingStopped(f"the kernel exited {where}") from error
         except CellTimeoutError as error:  # interrupted at the time limit, and it went on running
             raise GradingStopped(

@@ -101,6 +101,7 @@ def sandboxed(workspace: Path, limits: Limits, warm: bool = True) -> Config:
     manager.folder_mib = limits.folder_mib
     manager.folder_files = limits.folder_files
     manager.file_mib = limits.file_mib
+    manager.disk_mib = limits.disk_mib
     return c
 
 

@@ -21,7 +21,8 @@ therefore starts inside bubblewrap (`bwrap`, Debian's package `bubblewrap`):
 - limits on memory (private writable memory, RLIMIT_DATA, per process), CPU time
   (RLIMIT_CPU), open files (RLIMIT_NOFILE) and the size of each file it writes
   (RLIMIT_FSIZE: a write past it fails with EFBIG, as Python ignores SIGXFSZ), set by the
-  instructor (`Limits`); where a
+  instructor (`Limits`); a thread of the grader ends a kernel that writes more than
+  ``Limits.disk_mib`` to its folders on disk (autograder/engine/kernels/write_watch.py); where a
   cgroup can be made, one group per sandbox also caps its tasks and its whole memory, shared
   mappings and scratch files included (``sandbox_group``).
 
@@ -46,6 +47,7 @@ from traitlets import Float, Integer, List, Unicode
 
 from autograder.engine.execute import CourseExecute
 from autograder.engine.kernels import seccomp
+from autograder.engine.kernels.write_watch import WriteWatch
 from autograder.engine.submission_files import Caps, clean
 from autograder.lessons import ROOT
 
@@ -71,6 +73,9 @@ class Limits:
     folder_files: int = Caps.files
     # the largest file a process may write (RLIMIT_FSIZE), in its folder, /tmp or anywhere
     file_mib: int = 1024
+    # what it may write to its folders on the grader's disk while it runs, all files together
+    # (autograder/engine/kernels/write_watch.py: past it, the kernel is ended)
+    disk_mib: int = 1024
 
     def caps(self) -> Caps:
         """The caps on what the grader keeps of a kernel's folder."""
@@ -481,6 +486,9 @@ class SandboxSettings(AsyncKernelManager):
     file_mib = Integer(Limits.file_mib, help="MiB of the largest file a kernel's process may write").tag(
         config=True
     )
+    disk_mib = Integer(Limits.disk_mib, help="MiB a kernel's folders may hold on disk while it runs").tag(
+        config=True
+    )
     cpp_cache = Unicode("", help="the grader's cache of trusted C++ builds, bound read-only").tag(config=True)
     left_behind: list[str] = []  # what the kernel left and was not kept: replaced, never changed
 
@@ -501,11 +509,22 @@ class SandboxedKernelManager(SandboxSettings):
         before the kernel is cleaned up); False where there is no memory group."""
         return self._group is not None and self._group.oom_kills() > 0
 
+    def hit_write_cap(self) -> bool:
+        """Whether the kernel was ended for writing more than ``Limits.disk_mib`` to its folders."""
+        return self._watch is not None and self._watch.passed
+
+    def _end_sandbox(self) -> None:
+        """SIGKILL bubblewrap: its sandbox, every process in it, ends with it (--die-with-parent)."""
+        process = getattr(self.provisioner, "process", None)
+        if process is not None and process.poll() is None:
+            process.kill()
+
     async def _async_pre_start_kernel(self, **kw):
         runtime = Path(jupyter_runtime_dir())
         runtime.mkdir(parents=True, exist_ok=True)
         self._private = Path(tempfile.mkdtemp(prefix="sandboxed-kernel-", dir=runtime))
         self._group: Group | None = None
+        self._watch: WriteWatch | None = None
         self.transport = "ipc"
         self.ip = str(self._private / "ipc")
         self.connection_file = str(self._private / "kernel.json")
@@ -542,6 +561,8 @@ class SandboxedKernelManager(SandboxSettings):
             await super()._async_launch_kernel(kernel_cmd, **kw)
         finally:
             os.close(self._filter)  # bwrap has its own copy, or never started
+        folders, cap = (self._workdir, self._private), self.limits().disk_mib * 2**20
+        self._watch = WriteWatch(folders, cap, self._end_sandbox).start()
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         """Once the kernel has ended: its private folder and task group removed, and what it left
@@ -549,6 +570,8 @@ class SandboxedKernelManager(SandboxSettings):
         ``left_behind``. Runs again, harmlessly, when nbclient calls it after a shutdown."""
         await super()._async_cleanup_resources(restart=restart)
         if not restart:
+            if self._watch is not None:
+                self._watch.stop()
             shutil.rmtree(self._private, ignore_errors=True)
             if self._group is not None:
                 remove_group(self._group)  # once no process of the sandbox is left

@@ -66,6 +66,7 @@ from autograder.engine.kernels.sandbox import (
     shared_folders,
 )
 from autograder.engine.kernels.sandbox import problem as sandbox_problem
+from autograder.engine.kernels.write_watch import WriteWatch
 
 READY_TIMEOUT_S = 300.0  # the imports, on a loaded machine
 REQUEST_TIMEOUT_S = 30.0
@@ -406,11 +407,25 @@ class ZygoteProvisioner(LocalProvisioner):
     waited = False
     group: Group | None = None  # the zygote's group, and its OOM kills when the kernel started
     oom_kills = 0
+    watch: WriteWatch | None = None  # what the kernel's folders hold on disk while it runs
 
     def hit_memory_cap(self) -> bool:
         """Whether the memory group's OOM killer ended a process of the sandbox since the kernel
         started (ask before the kernel is cleaned up); False where there is no memory group."""
         return self.group is not None and self.group.oom_kills() > self.oom_kills
+
+    def hit_write_cap(self) -> bool:
+        """Whether the kernel was ended for writing more than ``Limits.disk_mib`` to its folders."""
+        return self.watch is not None and self.watch.passed
+
+    def _end_kernel(self) -> None:
+        """SIGKILL the kernel (the write watch's thread; the reset ends what it started)."""
+        zygote = self.zygote
+        if zygote is not None:
+            try:
+                zygote.request("signal", signum=signal.SIGKILL)
+            except ZygoteError:
+                pass  # the zygote ended, and the kernel with it
 
     @property
     def has_process(self) -> bool:
@@ -433,6 +448,8 @@ class ZygoteProvisioner(LocalProvisioner):
             self.group = self.zygote.group
             self.oom_kills = self.group.oom_kills() if self.group is not None else 0
             self.pid = self.zygote.fork(argv, kwargs["env"], self.inside)
+            folders, cap = (self.inside, manager.private), limits.disk_mib * 2**20
+            self.watch = WriteWatch(folders, cap, self._end_kernel).start()
         except BaseException:
             self.finish()
             raise
@@ -477,6 +494,8 @@ class ZygoteProvisioner(LocalProvisioner):
         folder back (what autograder/engine/submission_files.py keeps of it; the lines of what not go
         to the manager's ``left_behind``) and empty the home; nothing when the kernel was
         finished already."""
+        if self.watch is not None:
+            self.watch.stop()
         if self.zygote is None:
             return
         zygote, self.zygote = self.zygote, None
@@ -497,6 +516,10 @@ class WarmKernelManager(SandboxSettings):
     def hit_memory_cap(self) -> bool:
         """Whether the memory cap ended a process of this kernel's sandbox (ZygoteProvisioner's)."""
         return isinstance(self.provisioner, ZygoteProvisioner) and self.provisioner.hit_memory_cap()
+
+    def hit_write_cap(self) -> bool:
+        """Whether the write cap ended this kernel (ZygoteProvisioner's)."""
+        return isinstance(self.provisioner, ZygoteProvisioner) and self.provisioner.hit_write_cap()
 
     async def _async_pre_start_kernel(self, **kw):
         self.private = ZYGOTES.home.private_folder()
