@@ -34,18 +34,21 @@ cores=$(nproc)
 notebook_workers=$((cores < 12 ? cores : 12))
 failed=0
 
-# part NAME LIMIT_SECONDS COMMAND...: runs COMMAND into $logs/NAME.log and prints its summary line
+# part NAME LIMIT_SECONDS COMMAND...: runs COMMAND into $logs/NAME.log and prints its summary line.
+# At its limit the part gets Ctrl-C (SIGINT), so pytest still prints its count of what ran; what
+# has not stopped 15 s later is killed.
 part() {
   local name=$1 limit=$2 started status summary
   shift 2
   started=$SECONDS
-  timeout --kill-after=10 "$limit" "$@" >"$logs/$name.log" 2>&1
+  timeout --signal=INT --kill-after=15 "$limit" "$@" >"$logs/$name.log" 2>&1
   status=$?
   case $name in
     setup) summary=$(tail -n 1 "$logs/$name.log") ;;
     benchmarks) summary=$(grep -hE 'ratio ours|kv cache:|fitted exponents' "$logs/$name.log" | sed 's/^ *//' | paste -sd ';' -) ;;
-    *) summary=$(grep -E '(passed|failed|error)' "$logs/$name.log" | tail -n 1 | tr -d '=' | sed 's/^ *//') ;;
+    *) summary=$(grep -E '[0-9]+ (passed|failed|error)' "$logs/$name.log" | tail -n 1 | tr -d '=' | sed 's/^ *//') ;;
   esac
+  [ -n "$summary" ] || summary=$(grep -v '^\s*$' "$logs/$name.log" | tail -n 1)
   if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
     summary="TIMED OUT after ${limit} s; $summary"
   elif [ "$status" -ne 0 ]; then
