@@ -11,6 +11,10 @@ the learner's parts still build on each other.
 
 While nbgrader grades (``NBGRADER_EXECUTION`` is set) nothing is read from other lessons:
 lesson 10 is graded on its own exercises, with the reference parts.
+
+Lesson 10's own exercises (``make_batch`` ... ``train_loop``), which the capstone's training calls,
+are taken the same way from the notebook's own definitions (``training_parts``): one that fails
+its visible checks is replaced by the reference, and the table says so before any training.
 """
 
 import contextlib
@@ -20,6 +24,7 @@ import os
 import re
 import textwrap
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +35,7 @@ from autograder import grading, lessons
 from autograder.checks.core import CheckFailure
 
 EARLIER = [lesson for lesson in lessons.LESSON_NAMES if lesson < "10"]
+TRAINING = "10_training"  # the capstone's own lesson: its exercises train the model
 
 
 def learner_code(exercise: str) -> str:
@@ -167,4 +173,29 @@ def own_parts(course: Path | None = None) -> Parts:
                 definition = _define(reference, exercise, scope)
             parts.definitions[exercise] = definition
             parts.whose[exercise] = failure or "yours"
+    return parts
+
+
+def training_parts(scope: Mapping[str, object]) -> Parts:
+    """Lesson 10's exercises as the notebook defines them (``scope``: its global names) where they
+    pass their visible checks, the reference's elsewhere, saying why: the capstone never trains a
+    part that failed its checks without saying so first. While nbgrader grades, the reference's."""
+    parts = Parts()
+    grading_now = bool(os.environ.get("NBGRADER_EXECUTION"))
+    for exercise in lessons.EXERCISES[TRAINING]:
+        definition = scope.get(exercise)
+        if grading_now:
+            whose = "reference (grading uses the reference parts)"
+        elif definition is None:
+            whose = "reference (not defined in this notebook)"
+        else:
+            problem = _passes(TRAINING, exercise, definition)
+            if problem is None:
+                whose = "yours"
+            elif "is not implemented yet" in problem:
+                whose = "reference (not written yet)"
+            else:
+                whose = f"reference (yours fails its checks above: {_gist(problem)})"
+        parts.definitions[exercise] = definition if whose == "yours" else getattr(solutions, exercise)
+        parts.whose[exercise] = whose
     return parts

@@ -126,3 +126,35 @@ def test_the_capstone_clips_and_averages_through_the_loop():
         ema = state if ema is None else {n: 0.5 * ema[n] + 0.5 * state[n] for n in state}
     for name, value in averaged.state_dict().items():
         assert torch.allclose(value, ema[name], atol=1e-6), name
+
+
+def test_lesson_10_parts_that_fail_their_checks_are_replaced_by_the_reference_and_named(monkeypatch):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+
+    def sequence_loss(log_probs, target, pad_id, smoothing=0.0):  # the sum, not the mean
+        keep = target != pad_id
+        return -(log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1) * keep).sum()
+
+    def exact_match(predicted, target, start_id, end_id):
+        raise NotImplementedError()
+
+    scope = {"make_batch": solutions.make_batch, "sequence_loss": sequence_loss, "exact_match": exact_match}
+    parts = capstone.training_parts(scope)
+    assert parts.whose == {
+        "make_batch": "yours",
+        "sequence_loss": "reference (yours fails its checks above: sum instead of mean)",
+        "rate": "reference (not defined in this notebook)",
+        "train_step": "reference (not defined in this notebook)",
+        "exact_match": "reference (not written yet)",
+        "train_loop": "reference (not defined in this notebook)",
+    }
+    assert parts.make_batch is solutions.make_batch
+    assert parts.sequence_loss is solutions.sequence_loss and parts.exact_match is solutions.exact_match
+    assert "sequence_loss: reference (yours fails" in parts.table()
+
+
+def test_grading_trains_with_lesson_10s_reference_parts(monkeypatch):
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    parts = capstone.training_parts({"train_loop": lambda *args, **kwargs: []})
+    assert parts.train_loop is solutions.train_loop
+    assert set(parts.whose.values()) == {"reference (grading uses the reference parts)"}

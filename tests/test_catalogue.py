@@ -39,7 +39,7 @@ def test_an_entry_with_an_unknown_key_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(core, "CATALOGUE_FOLDER", tmp_path)
     core.catalogue_data.cache_clear()
     try:
-        with pytest.raises(ValueError, match="other keys than name, hint and switch"):
+        with pytest.raises(ValueError, match="other keys than name, hint, switch and shared_with"):
             core.catalogue_data()
     finally:
         core.catalogue_data.cache_clear()
@@ -56,3 +56,47 @@ def test_an_exercise_without_entries_is_refused():
         ValueError, match=r"made_up: no mistakes in .*catalogue \(are its .toml files installed\?\)"
     ):
         core.catalogue("made_up", variant=lambda *args, **switch: None)
+
+
+def test_a_shared_mistake_is_written_once_and_takes_its_owners_hint():
+    data = core.catalogue_data()
+    hints = {entry["name"]: entry["hint"] for entry in data["train_step"]}
+    shared = [entry for entry in data["train_loop"] if entry.get("shared_with") == "train_step"]
+    assert {e["name"] for e in shared} >= {
+        "padding not ignored",
+        "scheduler stepped before the optimizer",
+        "gradients cleared between backward and step",
+        "target shifted a second time",
+    }
+    for entry in shared:
+        assert entry["hint"] == hints[entry["name"]]
+    raw = (core.CATALOGUE_FOLDER / "train_step.toml").read_text()
+    assert raw.count(hints["scheduler stepped before the optimizer"]) == 1, "a shared hint is written twice"
+
+
+def _load(tmp_path, monkeypatch, text: str) -> dict:
+    (tmp_path / "x.toml").write_text(text)
+    monkeypatch.setattr(core, "CATALOGUE_FOLDER", tmp_path)
+    core.catalogue_data.cache_clear()
+    try:
+        return core.catalogue_data()
+    finally:
+        core.catalogue_data.cache_clear()
+
+
+def test_a_shared_entry_without_its_owners_mistake_is_refused(tmp_path, monkeypatch):
+    owner = '[[Embedding]]\nname = "a"\nhint = "the hint of a."\n'
+    assert (
+        _load(tmp_path, monkeypatch, owner + '[[LayerNorm]]\nname = "a"\nshared_with = "Embedding"\n')[
+            "LayerNorm"
+        ][0]["hint"]
+        == "the hint of a."
+    )
+    with pytest.raises(ValueError, match="no mistake 'b' of Embedding to share"):
+        _load(tmp_path, monkeypatch, owner + '[[LayerNorm]]\nname = "b"\nshared_with = "Embedding"\n')
+    with pytest.raises(ValueError, match="lacks its name and its hint"):
+        _load(
+            tmp_path,
+            monkeypatch,
+            owner + '[[LayerNorm]]\nname = "a"\nhint = "h."\nshared_with = "Embedding"\n',
+        )

@@ -69,24 +69,46 @@ def naming_noted() -> Iterator[list[str]]:
 
 
 CATALOGUE_FOLDER = Path(__file__).with_name("catalogue")
-ENTRY_KEYS = {"name", "hint", "switch"}
+ENTRY_KEYS = {"name", "hint", "switch", "shared_with"}
 
 
 @functools.cache
 def catalogue_data() -> dict[str, tuple[dict, ...]]:
-    """exercise -> its mistakes as catalogue/*.toml writes them (name, hint, maybe a switch), in order."""
+    """exercise -> its mistakes as catalogue/*.toml writes them (name, hint, maybe a switch), in order.
+
+    An entry with ``shared_with = "<exercise>"`` instead of a hint is that exercise's mistake of
+    the same name, written once there: it takes that entry's hint."""
     data: dict[str, tuple[dict, ...]] = {}
     for path in sorted(CATALOGUE_FOLDER.glob("*.toml")):
         with path.open("rb") as file:
             for exercise, entries in tomllib.load(file).items():
-                odd = [e for e in entries if {"name", "hint"} - e.keys() or e.keys() - ENTRY_KEYS]
+                odd = [e for e in entries if _entry_odd(e)]
                 if exercise in data or odd:
                     raise ValueError(
-                        f"{path.name}: {exercise} is catalogued twice, or an entry has other keys than "
-                        f"name, hint and switch: {odd}"
+                        f"{path.name}: {exercise} is catalogued twice, or an entry lacks its name and its "
+                        f"hint (or shared_with), or has other keys than name, hint, switch and "
+                        f"shared_with: {odd}"
                     )
                 data[exercise] = tuple(entries)
-    return data
+    return {exercise: tuple(_shared(data, entry) for entry in entries) for exercise, entries in data.items()}
+
+
+def _entry_odd(entry: dict) -> bool:
+    """Whether a catalogue entry lacks its name, has both or neither of hint and shared_with, or
+    has a key of its own."""
+    hint_or_shared = ("hint" in entry) != ("shared_with" in entry)
+    return "name" not in entry or not hint_or_shared or bool(entry.keys() - ENTRY_KEYS)
+
+
+def _shared(data: dict[str, tuple[dict, ...]], entry: dict) -> dict:
+    """``entry`` with the hint of the mistake it shares, when it shares one."""
+    owner = entry.get("shared_with")
+    if owner is None:
+        return entry
+    found = [e for e in data.get(owner, ()) if e["name"] == entry["name"] and "hint" in e]
+    if not found:
+        raise ValueError(f"no mistake {entry['name']!r} of {owner} to share (shared_with = {owner!r})")
+    return {**entry, "hint": found[0]["hint"]}
 
 
 def catalogue(
@@ -131,10 +153,57 @@ def passed(message: str) -> None:
 
 
 NOT_CONTIGUOUS = (
-    "{exercise}: .view() failed because the tensor after .transpose(1, 2) is not contiguous in "
-    "memory (transpose only swaps the strides, it moves no data). Call .contiguous() before "
-    ".view(...), or use .reshape(...), which copies when it has to."
+    "{exercise}: .view() failed because {tensor} is not contiguous in memory: {made}. Call "
+    ".contiguous() before .view(...), or use .reshape(...), which copies when it has to."
 )
+# the operations that only change a tensor's strides (no data moved), as they are written before .view
+STRIDES_ONLY = re.compile(
+    r"\.(?:transpose|permute|swapaxes|swapdims|movedim|t|T|mT|mH|expand|expand_as|narrow|unfold)\b"
+    r"(?:\([^()]*\))?|\[[^\[\]]*:[^\[\]]*\]"
+)
+STRIDES_ONLY_TEXT = (
+    "(a transpose, a permute, an expand or a slice such as [:, 1:] only changes the strides, "
+    "it moves no data)"
+)
+
+
+def _view_receiver(error: BaseException) -> str | None:
+    """The expression ``.view(...)`` was called on, as the innermost line of the traceback that
+    calls .view writes it ('x.transpose(1, 2)'), or None when no line shows it."""
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        line = frame.line or ""
+        end = line.find(".view(")
+        if end < 0:
+            continue
+        depth, start = 0, end
+        while start > 0:
+            char = line[start - 1]
+            if char in ")]":
+                depth += 1
+            elif char in "([":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif depth == 0 and not (char.isalnum() or char in "_.'\""):
+                break
+            start -= 1
+        return line[start:end][-80:] or None
+    return None
+
+
+def not_contiguous(exercise: str, error: BaseException) -> str:
+    """The message for a .view on a tensor that is not contiguous: the operation that made it so,
+    when the line that calls .view shows one, else that it is not known."""
+    receiver = _view_receiver(error)
+    if receiver is None:
+        made = f"which operation made it so is not known here {STRIDES_ONLY_TEXT}"
+        return NOT_CONTIGUOUS.format(exercise=exercise, tensor="its tensor", made=made)
+    makers = [found.group(0) for found in STRIDES_ONLY.finditer(receiver)]
+    if makers:
+        made = f"{makers[-1]} only changes the strides, it moves no data"
+    else:
+        made = f"this line does not show which operation made it so {STRIDES_ONLY_TEXT}"
+    return NOT_CONTIGUOUS.format(exercise=exercise, tensor=f"`{receiver}`", made=made)
 
 
 def call(exercise: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -157,7 +226,7 @@ def call(exercise: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> An
         raise
     except Exception as error:
         if isinstance(error, RuntimeError) and "view size is not compatible" in str(error):
-            raise CheckFailure(NOT_CONTIGUOUS.format(exercise=exercise)) from error
+            raise CheckFailure(not_contiguous(exercise, error)) from error
         clause = _sizes_clause(error)
         text = str(error).rstrip(".") if clause else str(error)
         raise CheckFailure(

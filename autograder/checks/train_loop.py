@@ -5,6 +5,7 @@ autograder/checks/training_oracle.py."""
 import copy
 import math
 import numbers
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -32,12 +33,16 @@ from autograder.checks.training_oracle import (
     StandIn,
     arguments_for,
     current_rate,
+    gradients_left,
     largest_change,
     loss_of,
     number,
     oracle_step,
     outcomes_of,
     random_batch,
+    shifted,
+    stale_gradients,
+    telling_warnings_quoted,
     weights_of,
 )
 
@@ -61,8 +66,9 @@ def oracle_loop(model, batches, optimizer, pad_id, smoothing=0.0, scheduler=None
 
 def _loop_variant(
     model, batches, optimizer, pad_id, smoothing=0.0, scheduler=None, clip=None, *,
-    train=True, zero_grad=True, order="backward_then_step", scheduler_each="step", clip_how="norm",
-    clip_when="before_step", item=True,
+    train=True, zero_grad="before_backward", order="backward_then_step", scheduler_each="step",
+    scheduler_first=False, clip_how="norm", clip_when="before_step", item=True, ignore_padding=True,
+    shift_again=False,
 ):  # fmt: skip
     """train_loop with one thing done wrong, as a learner might write it."""
 
@@ -71,29 +77,41 @@ def _loop_variant(
             return
         if clip_how == "value":
             nn.utils.clip_grad_value_(model.parameters(), clip)
+        elif clip_how == "each":  # each parameter's gradient to the norm clip on its own
+            for parameter in model.parameters():
+                nn.utils.clip_grad_norm_(parameter, clip)
         else:
             nn.utils.clip_grad_norm_(model.parameters(), clip)
+
+    def scheduled(now: bool) -> None:
+        if scheduler is not None and scheduler_each == "step" and now:
+            scheduler.step()
 
     losses = []
     for batch in batches:
         if train:
             model.train()
         states = model(batch["src"], batch["tgt_in"], batch["src_mask"], batch["tgt_mask"])  # [B, T, D]
-        loss = loss_of(model.generator(states), batch["tgt_out"], pad_id, smoothing)
-        if zero_grad:
+        log_probs, target = shifted(model.generator(states), batch["tgt_out"], shift_again)
+        loss = loss_of(log_probs, target, pad_id, smoothing, ignore_padding)
+        if zero_grad == "before_backward":
             optimizer.zero_grad()
         if order == "step_then_backward":
             optimizer.step()
             loss.backward()
         else:
             loss.backward()
+            if zero_grad == "after_backward":
+                optimizer.zero_grad()
             if clip_when == "before_step":
                 clipped()
+            scheduled(scheduler_first)
             optimizer.step()
             if clip_when == "after_step":
                 clipped()
-        if scheduler is not None and scheduler_each == "step":
-            scheduler.step()
+        scheduled(not scheduler_first)
+        if zero_grad == "after_step":
+            optimizer.zero_grad()
         losses.append(loss.item() if item else loss)
     if scheduler is not None and scheduler_each == "call":
         scheduler.step()
@@ -101,6 +119,8 @@ def _loop_variant(
 
 
 LOOP_MISTAKES = core.catalogue(TRAIN_LOOP, variant=_loop_variant)
+# computed on the learner's own model: per parameter means the lesson's parameters, not the stand-in's
+OWN_MODEL_MISTAKES = ("gradients clipped per parameter",)
 
 
 @dataclass
@@ -126,6 +146,7 @@ class LoopOutcome:
     training: bool
     weights: dict[str, torch.Tensor]
     rate: float
+    gradients_left: bool = False  # whether any .grad holds a number but 0 after the call
 
 
 def first_gradients(case: LoopCase) -> list[torch.Tensor]:
@@ -159,13 +180,16 @@ def make_loop_case(args: dict, n_batches: int, batch: int, t_src: int, t_tgt: in
 
 def _run_loop(call, case: LoopCase, model, optim, read, names) -> LoopOutcome:
     """``call`` once on ``model`` with a fresh SGD (and StepLR) over the case's batches, handed
-    over as a generator, as the capstone's training does (it draws each batch when asked)."""
+    over as a generator, as the capstone's training does (it draws each batch when asked); the
+    model comes with stale gradients, as after an earlier backward (``stale_gradients``)."""
     optimizer, scheduler = arguments_for(case, model, optim)
+    stale_gradients(model, case.batches[0])
     batches = (batch for batch in case.batches)
     with torch.enable_grad():
         returned = call(model, batches, optimizer, case.pad_id, smoothing=case.smoothing,
                         scheduler=scheduler, clip=case.clip)  # fmt: skip
-    return LoopOutcome(returned, bool(model.training), read(model, names), current_rate(scheduler, optimizer))
+    rate = current_rate(scheduler, optimizer)
+    return LoopOutcome(returned, bool(model.training), read(model, names), rate, gradients_left(model))
 
 
 def _stand_in_loop(fn, case: LoopCase) -> LoopOutcome:
@@ -286,6 +310,41 @@ def compare_train_loop(fn, model_class, optim, case: LoopCase) -> LoopOutcome:
                 ) from failure.__cause__
             raise
 
+    def own_model_outcomes() -> list[tuple[core.Mistake, LoopOutcome | None]]:
+        """The mistakes whose outcome depends on how the weights are cut into parameters, run on a
+        fresh copy of the learner's own model (the stand-in stacks q, k and v in one parameter)."""
+        found = []
+        for mistake in (m for m in LOOP_MISTAKES if m.name in OWN_MODEL_MISTAKES):
+            own = transformer_module(model_class, case.args)
+            load_transformer(own, state)
+            with exact_matmul(), oracles.fastpath_disabled(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    found.append((mistake, _run_loop(mistake.compute, case, own, optim, weights_of, names)))
+                except Exception:  # noqa: BLE001 - a mistake that crashes here matches nothing
+                    found.append((mistake, None))
+        return found
+
+    with telling_warnings_quoted():
+        return _compare_loop(case, learner, model, optim, names, own_model_outcomes)
+
+
+def _narrowed(found: list[tuple[core.Mistake, LoopOutcome]], outcome: LoopOutcome) -> list[core.Mistake]:
+    """Of several known mistakes that match at one stage, those that match the learner's outcome at
+    every stage, and then on whether gradients were left in .grad (zero_grad between backward and
+    step leaves none, a step taken before backward leaves the last backward's)."""
+    for keep in (
+        lambda o: all(equal(get(outcome), get(o)) for _, get, equal in LOOP_STAGES),
+        lambda o: o.gradients_left == outcome.gradients_left,
+    ):
+        found = [(m, o) for m, o in found if keep(o)] or found
+    return [m for m, _ in found]
+
+
+def _compare_loop(case: LoopCase, learner, model, optim, names: list[str], own_model_outcomes) -> LoopOutcome:
+    """The learner's loop against the oracle's, stage by stage; the oracle's outcome. A difference
+    is named after the known mistakes that match it on the stand-in, or else on the learner's own
+    model (``own_model_outcomes``)."""
     outcome = _run_loop(learner, case, model, optim, weights_of, names)
     _expect_losses_list(outcome.returned, len(case.batches))
     expected = _stand_in_loop(oracle_loop, case)
@@ -293,7 +352,10 @@ def compare_train_loop(fn, model_class, optim, case: LoopCase) -> LoopOutcome:
         actual, wanted = get(outcome), get(expected)
         if equal(actual, wanted):
             continue
-        found = [m for m, o in _loop_outcomes(case) if o is not None and equal(actual, get(o))]
+        matching = [(m, o) for m, o in _loop_outcomes(case) if o is not None and equal(actual, get(o))]
+        if not matching:
+            matching = [(m, o) for m, o in own_model_outcomes() if o is not None and equal(actual, get(o))]
+        found = _narrowed(matching, outcome)
         if found:
             raise core.CheckFailure(
                 found[0].message(TRAIN_LOOP) if len(found) == 1 else

@@ -31,6 +31,7 @@ weights (gradients accumulated: zero_grad missing).
 
 import math
 import numbers
+import warnings
 
 import torch
 
@@ -55,12 +56,14 @@ from autograder.checks.training_oracle import (
     B,
     Case,
     Outcome,
+    arguments_for,
     expected_outcome,
     largest_change,
     make_case,
     mistake_outcomes,
     same_loss,
     same_weights,
+    telling_warnings_quoted,
     two_calls,
     weights_of,
 )
@@ -79,19 +82,43 @@ def _stages(case: Case):
     ]
 
 
-def _matching(case: Case, stage, actual) -> list[core.Mistake]:
-    """The known mistakes whose outcome at ``stage`` is the learner's (and right before it)."""
+def _agrees(stage, actual: Outcome, outcome: Outcome) -> bool:
     _, get, equal = stage
-    found = []
-    for mistake, outcome in mistake_outcomes(case):
-        if outcome is None:
-            continue
+    try:
+        return bool(equal(get(actual), get(outcome)))
+    except (KeyError, RuntimeError, TypeError, ValueError):
+        return False
+
+
+def _matching(case: Case, stage, actual: Outcome) -> list[core.Mistake]:
+    """The known mistakes whose outcome at ``stage`` is the learner's (and right before it); of
+    several, those that agree with the learner's at every stage, and then on whether the
+    gradients were left in .grad (zero_grad between backward and step leaves none)."""
+    found = [(m, o) for m, o in mistake_outcomes(case) if o is not None and _agrees(stage, actual, o)]
+    for keep in (
+        lambda o: all(_agrees(other, actual, o) for other in _stages(case)),
+        lambda o: o.gradients_left == actual.gradients_left,
+    ):
+        narrowed = [(m, o) for m, o in found if keep(o)]
+        found = narrowed or found
+    return [m for m, _ in found]
+
+
+def _crash_named(case: Case, model_class, optim, error: Exception) -> core.Mistake | None:
+    """The known mistake that crashes the learner's own model as the learner's train_step did
+    (the masks in each other's places: a broadcast error deep in the model), or None."""
+    for mistake in MISTAKES:
+        model = transformer_module(model_class, case.args)
+        load_transformer(model, case.stand_in.course_state())
+        optimizer, scheduler = arguments_for(case, model, optim)
         try:
-            if equal(actual, get(outcome)):
-                found.append(mistake)
-        except (KeyError, RuntimeError, TypeError, ValueError):
-            continue
-    return found
+            with torch.enable_grad(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                mistake.compute(model, case.batch, optimizer, case.pad_id, case.smoothing, scheduler)
+        except Exception as own:  # noqa: BLE001 - the mistake's crash, compared with the learner's
+            if core.error_key(own) == core.error_key(error):
+                return mistake
+    return None
 
 
 def _scaled_update(case: Case, actual: dict, expected: dict) -> bool:
@@ -152,8 +179,23 @@ def compare_train_step(fn, model_class, optim, case: Case) -> Outcome:
     names = [name for name in state if name != "positional.pe"]
 
     def learner(*args):
-        return core.call(TRAIN_STEP, fn, *args)
+        try:
+            return core.call(TRAIN_STEP, fn, *args)
+        except core.CheckFailure as failure:
+            error = core.crash_of(failure)
+            mistake = _crash_named(case, model_class, optim, error) if error is not None else None
+            if mistake is None:
+                raise
+            raise core.CheckFailure(
+                f"{TRAIN_STEP}: your code fails like a known mistake, {mistake.said()}. {mistake.hint}"
+            ) from error
 
+    with telling_warnings_quoted():
+        return _compare(case, learner, model, optim, names)
+
+
+def _compare(case: Case, learner, model, optim, names: list[str]) -> Outcome:
+    """The learner's two calls against the oracle's, stage by stage; the oracle's outcome."""
     outcome = two_calls(learner, case, model, optim, weights_of, names)
     expected = expected_outcome(case)
     for returned in outcome.returned:
@@ -169,7 +211,7 @@ def compare_train_step(fn, model_class, optim, case: Case) -> Outcome:
         actual, wanted = get(outcome), get(expected)
         if equal(actual, wanted):
             continue
-        mistakes = _matching(case, stage, actual)
+        mistakes = _matching(case, stage, outcome)
         if not mistakes and what == "weights_1" and _scaled_update(case, actual, wanted):
             mistakes = [core.named(MISTAKES, "gradients clipped in train_step")]
         if mistakes:

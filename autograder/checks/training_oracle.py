@@ -3,10 +3,12 @@ own modules behind the course's interface), the oracle step and train_step's kno
 cases (a model, a batch, SGD and StepLR) and what a call leaves behind, and how two outcomes are
 compared (autograder/checks/train_step.py says which stage shows which mistake)."""
 
+import contextlib
 import copy
 import math
 import numbers
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -132,17 +134,20 @@ def loss_of(log_probs, target, pad_id, smoothing, ignore_padding=True):
 
 def _variant(
     model, batch, optimizer, pad_id, smoothing=0.0, scheduler=None, *,
-    train=True, decoder_input="tgt_in", masks=True, generator=True, target="tgt_out",
-    use_smoothing=True, ignore_padding=True, zero_grad="before_backward", step=True,
+    train=True, decoder_input="tgt_in", masks=True, swap_masks=False, generator=True, target="tgt_out",
+    shift_again=False, use_smoothing=True, ignore_padding=True, zero_grad="before_backward", step=True,
     scheduler_first=False, use_scheduler=True, item=True, clip=None,
 ):  # fmt: skip
     """train_step with one thing done wrong, as a learner might write it."""
     if train:
         model.train()
     src_mask, tgt_mask = (batch["src_mask"], batch["tgt_mask"]) if masks else (None, None)
+    if swap_masks:
+        src_mask, tgt_mask = tgt_mask, src_mask
     states = model(batch["src"], batch[decoder_input], src_mask, tgt_mask)  # [B, T, D]
     log_probs = model.generator(states) if generator else states
-    loss = loss_of(log_probs, batch[target], pad_id, smoothing if use_smoothing else 0.0, ignore_padding)
+    log_probs, wanted = shifted(log_probs, batch[target], shift_again)
+    loss = loss_of(log_probs, wanted, pad_id, smoothing if use_smoothing else 0.0, ignore_padding)
     if zero_grad == "before_backward":
         optimizer.zero_grad()
     loss.backward()
@@ -156,7 +161,15 @@ def _variant(
         optimizer.step()
     if scheduler is not None and use_scheduler and not scheduler_first:
         scheduler.step()
+    if zero_grad == "after_step":
+        optimizer.zero_grad()
     return loss.item() if item else loss
+
+
+def shifted(log_probs, target, again: bool) -> tuple:
+    """(log_probs, target), or, ``again``, shifted once more as code written for an unshifted
+    target does: the predictions but the last against the target but the first."""
+    return (log_probs[:, :-1], target[:, 1:]) if again else (log_probs, target)
 
 
 MISTAKES = core.catalogue(TRAIN_STEP, variant=_variant)
@@ -189,6 +202,7 @@ class Outcome:
     training: list[bool]
     weights: list[dict[str, torch.Tensor]]
     rates: list[float | None]
+    gradients_left: bool = False  # after the second call: whether any .grad holds a number but 0
 
 
 def make_case(args: dict, batch: int, t_src: int, t_tgt: int, pad_id: int, generator: torch.Generator,
@@ -216,7 +230,8 @@ def random_batch(args: dict, batch: int, t_src: int, t_tgt: int, pad_id: int,
     for row in range(1, batch):  # every row but the first ends early (padding after it)
         src[row, t_src - min(row, t_src - 1) :] = pad_id
         target[row, t_tgt + 1 - min(row, t_tgt - 1) :] = pad_id  # <s> and y_1 stay
-    tgt_in, tgt_out = target[:, :-1].to(DEVICE), target[:, 1:].to(DEVICE)
+    # contiguous, as make_batch's tensors are: an honest batch["tgt_out"].view(-1) must work here
+    tgt_in, tgt_out = target[:, :-1].contiguous().to(DEVICE), target[:, 1:].contiguous().to(DEVICE)
     src = src.to(DEVICE)
     causal = oracles.causal(t_tgt, DEVICE)
     return {
@@ -247,9 +262,28 @@ def weights_of(model, names) -> dict[str, torch.Tensor]:
     return {name: state[name].detach().clone() for name in names}
 
 
+def stale_gradients(model, batch: dict[str, torch.Tensor]) -> None:
+    """Give ``model`` the gradients of another loss, as an earlier backward leaves them (a step
+    must clear them first): the mean log-probability of every position's first token. A model
+    that cannot run is left as it is: the step's own call will say why."""
+    try:
+        with torch.enable_grad(), exact_matmul():
+            states = model(batch["src"], batch["tgt_in"], batch["src_mask"], batch["tgt_mask"])
+            model.generator(states)[..., 0].mean().backward()
+    except Exception:  # noqa: BLE001 - the learner's model; its crash is reported by the step's call
+        model.zero_grad(set_to_none=True)
+
+
+def gradients_left(model) -> bool:
+    """Whether any parameter's .grad holds a number other than 0 (not None, not cleared)."""
+    return any(p.grad is not None and bool(p.grad.any()) for p in model.parameters())
+
+
 def two_calls(call, case: Case, model, optim, read, names) -> Outcome:
-    """``call(*arguments)`` twice on ``model`` with a fresh SGD (and StepLR); record the outcome."""
+    """``call(*arguments)`` twice on ``model`` with a fresh SGD (and StepLR), the model holding
+    stale gradients before the first (``stale_gradients``); record the outcome."""
     optimizer, scheduler = arguments_for(case, model, optim)
+    stale_gradients(model, case.batch)
     outcome = Outcome([], [], [], [])
     for _ in range(2):
         args = (model, case.batch, optimizer, case.pad_id, case.smoothing)
@@ -259,6 +293,7 @@ def two_calls(call, case: Case, model, optim, read, names) -> Outcome:
         outcome.training.append(bool(model.training))
         outcome.weights.append(read(model, names))
         outcome.rates.append(current_rate(scheduler, optimizer))
+    outcome.gradients_left = gradients_left(model)
     return outcome
 
 
@@ -298,6 +333,34 @@ def mistake_outcomes(case: Case) -> list[tuple[core.Mistake, Outcome | None]]:
 # ---------------------------------------------------------------------------------------
 # Comparing the learner's outcome with the oracle's, stage by stage
 # ---------------------------------------------------------------------------------------
+
+# PyTorch's warnings that name a mistake of the step: a failure quotes them, so the learner reads them
+TELLING_WARNINGS = ("lr_scheduler.step()",)
+
+
+@contextlib.contextmanager
+def telling_warnings_quoted() -> Iterator[None]:
+    """A CheckFailure raised inside the block ends with the telling warnings (``TELLING_WARNINGS``)
+    that PyTorch gave inside it, each once: 'PyTorch warned while your code ran: "Detected call
+    of `lr_scheduler.step()` before `optimizer.step()` ..."'. Other warnings pass as usual."""
+    failure = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        except core.CheckFailure as raised:
+            failure = raised
+    telling = [w for w in caught if any(words in str(w.message) for words in TELLING_WARNINGS)]
+    for w in caught:
+        if w not in telling:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if failure is None:
+        return
+    told = dict.fromkeys(str(w.message).split(" See more")[0][:300] for w in telling)
+    if not told:
+        raise failure
+    quoted = " ".join(f'"{text}"' for text in told)
+    raise core.CheckFailure(f"{failure} PyTorch warned while your code ran: {quoted}") from failure.__cause__
 
 
 def number(value) -> float:

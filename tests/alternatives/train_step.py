@@ -1,7 +1,9 @@
 """Alternative correct train_step for lesson 10: F.cross_entropy with ignore_index and
 label_smoothing, an explicit smoothed target distribution with the gradients cleared by hand,
-and F.nll_loss with the gradients cleared after the step. Alternative train_loop: the lesson's
-train_step for each batch when there is no clip, and a clip computed by hand."""
+F.nll_loss with the gradients cleared both before backward and after the step, and
+F.cross_entropy on .view(-1) of the batch's tensors. Alternative train_loop: the lesson's
+train_step for each batch when there is no clip, a clip computed by hand, the batches drawn with
+next(iter(...)) and .view(-1), and a global-norm clip written out with its coefficient."""
 
 import torch
 import torch.nn.functional as F
@@ -51,8 +53,9 @@ def train_step_smoothed_distribution(model, batch, optimizer, pad_id, smoothing=
 
 def train_step_zero_grad_after(model, batch, optimizer, pad_id, smoothing=0.0, scheduler=None):
     """F.nll_loss summed over the real tokens, divided by their count, plus the smoothing term;
-    the gradients cleared after the step, ready for the next call."""
+    the gradients cleared through the model before backward, and again after the step."""
     model.train()
+    model.zero_grad()
     memory = model.encode(batch["src"], batch["src_mask"])
     states = model.decode(memory, batch["src_mask"], batch["tgt_in"], batch["tgt_mask"])
     log_probs = model.generator(states).reshape(-1, model.generator.proj.out_features)
@@ -121,7 +124,65 @@ def train_loop_clip_by_hand(model, batches, optimizer, pad_id, smoothing=0.0, sc
     return losses
 
 
+def train_step_view(model, batch, optimizer, pad_id, smoothing=0.0, scheduler=None):
+    """.view(-1) on the batch's target and .view(-1, V) on the log-probabilities (both contiguous,
+    as make_batch's tensors are), F.cross_entropy with ignore_index and label_smoothing."""
+    model.train()
+    optimizer.zero_grad()
+    log_probs = model.generator(model(batch["src"], batch["tgt_in"], batch["src_mask"], batch["tgt_mask"]))
+    loss = F.cross_entropy(
+        log_probs.view(-1, log_probs.size(-1)),
+        batch["tgt_out"].view(-1),
+        ignore_index=pad_id,
+        label_smoothing=smoothing,
+    )
+    loss.backward()
+    optimizer.step()
+    if scheduler is not None:
+        scheduler.step()
+    return loss.item()
+
+
+def train_loop_next_iter(model, batches, optimizer, pad_id, smoothing=0.0, scheduler=None, clip=None):
+    """The batches drawn one by one with next(iter(batches)) until StopIteration; .view(-1) and
+    F.cross_entropy; a global-norm clip written out: one norm over all the gradients, each scaled
+    by min(1, clip / (norm + 1e-6)), as clip_grad_norm_ does."""
+    model.train()
+    losses = []
+    remaining = iter(batches)
+    while True:
+        try:
+            batch = next(remaining)
+        except StopIteration:
+            break
+        optimizer.zero_grad()
+        log_probs = model.generator(
+            model(batch["src"], batch["tgt_in"], batch["src_mask"], batch["tgt_mask"])
+        )
+        vocab, target = log_probs.size(-1), batch["tgt_out"].view(-1)
+        loss = F.cross_entropy(
+            log_probs.view(-1, vocab), target, ignore_index=pad_id, label_smoothing=smoothing
+        )
+        loss.backward()
+        if clip is not None:
+            grads = [p.grad for p in model.parameters() if p.grad is not None]
+            norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+            coefficient = torch.clamp(clip / (norm + 1e-6), max=1.0)
+            for g in grads:
+                g.mul_(coefficient)
+        optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
+        losses.append(loss.item())
+    return losses
+
+
 ALTERNATIVES = {
-    "train_step": [train_step_cross_entropy, train_step_smoothed_distribution, train_step_zero_grad_after],
-    "train_loop": [train_loop_calls_train_step, train_loop_clip_by_hand],
+    "train_step": [
+        train_step_cross_entropy,
+        train_step_smoothed_distribution,
+        train_step_zero_grad_after,
+        train_step_view,
+    ],
+    "train_loop": [train_loop_calls_train_step, train_loop_clip_by_hand, train_loop_next_iter],
 }
