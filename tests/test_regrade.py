@@ -2,6 +2,7 @@
 
 import csv
 import shutil
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,20 @@ def test_a_student_with_nothing_to_regrade_is_told_so(graded):
         regrade(pipeline, "zed", LESSON, folder=root / "inbox")
     with pytest.raises(ValueError, match="nothing of 'zed' to regrade"):
         regrade(pipeline, "zed")
+
+
+def test_a_regrade_from_an_lms_zip_takes_that_students_attempt_only(graded):
+    pipeline, root = graded
+    ada_verdict = verdicts.path(pipeline.workspace, LESSON, "ada").read_bytes()
+    archive = root / "download.zip"
+    fixed = (SAMPLES / "ada" / LESSON / NOTEBOOK).read_bytes()
+    with zipfile.ZipFile(archive, "w") as bundle:
+        for user in ("ada", "ben"):  # ada's attempt holds something else: it must stay out
+            attempt = f"{LESSON}_{user}_attempt_2026-11-20-10-00-00"
+            bundle.writestr(f"{attempt}.txt", f"Name: {user.title()} ({user})\n")
+            bundle.writestr(f"{attempt}_{NOTEBOOK}", fixed if user == "ben" else "{ not a notebook")
+    changes = regrade(pipeline, "ben", LESSON, archive=archive)
+    assert [(c.student, c.source) for c in changes] == [("ben", str(archive))]
+    assert (pipeline.submitted / "ben" / LESSON / NOTEBOOK).read_bytes() == fixed
+    assert verdicts.path(pipeline.workspace, LESSON, "ada").read_bytes() == ada_verdict
+    assert not [p for p in pipeline.problems if p.student == "ada"]
