@@ -62,6 +62,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("11_efficiency", "16 MiB"): "4 h n^2 bytes at n = 1024, h = 4: the formula beside it",
     ("11_efficiency", "1.5 MiB"): "4 * 3nD bytes at n = 1024, D = 128: the formula beside it",
     ("11_efficiency", "64 MiB"): "4 h n^2 bytes at n = 2048, h = 4: the formula beside it",
+    ("11_efficiency", "4 GiB"): "4 h n^2 bytes at n = 16384, h = 4: the formula beside it",
+    ("11_efficiency", "12 MiB"): "24 KiB per token (printed) times 512 tokens: the formula beside it",
+    ("11_efficiency", "1.5 GiB"): "12 MiB times 128 sequences: the formula beside it",
+    ("11_efficiency", "4 KiB"): "the size of a memory page on x86-64 and most ARM systems",
 }
 
 
@@ -160,16 +164,7 @@ def _learner_notebook(lesson: str) -> Path:
     return ROOT / "course" / lesson / lessons.source_path(lesson).name
 
 
-# Lessons 10 and 11 quote figures of earlier builds (issue 35): fixed in the next commit.
-STALE = {"10_training", "11_efficiency"}
-STALE_MARK = pytest.mark.xfail(strict=True, reason="issue 35")
-WRITTEN = [
-    pytest.param(lesson, marks=STALE_MARK) if lesson in STALE else lesson
-    for lesson in lessons.written_lessons()
-]
-
-
-@pytest.mark.parametrize("lesson", WRITTEN)
+@pytest.mark.parametrize("lesson", lessons.written_lessons())
 def test_source_prose_quotes_only_what_its_outputs_show(lesson):
     nb = nbformat.read(lessons.source_path(lesson), as_version=4)
     problems = unsupported(lesson, nb, output_text(nb, reproduced_only=False))
@@ -179,7 +174,7 @@ def test_source_prose_quotes_only_what_its_outputs_show(lesson):
     )
 
 
-@pytest.mark.parametrize("lesson", WRITTEN)
+@pytest.mark.parametrize("lesson", lessons.written_lessons())
 def test_learner_prose_quotes_only_what_a_learner_run_shows(lesson):
     source = nbformat.read(lessons.source_path(lesson), as_version=4)
     learner = nbformat.read(_learner_notebook(lesson), as_version=4)

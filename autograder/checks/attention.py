@@ -67,6 +67,16 @@ MISTAKES = core.catalogue(
         "-1e9 leaves a fully masked row uniform": lambda q, k, v, mask=None: _attend(
             _scores(q, k, math.sqrt(q.size(-1))), v, mask, -1e9
         ),
+        "k reshaped instead of transposed": lambda q, k, v, mask=None: _zero_masked(
+            _attend(
+                q @ k.reshape(*k.shape[:-2], k.size(-1), k.size(-2)) / math.sqrt(q.size(-1)),
+                v,
+                mask,
+                -math.inf,
+            ),
+            mask,
+            v,
+        ),
     },
 )
 

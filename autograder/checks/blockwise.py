@@ -74,12 +74,15 @@ def _blockwise_variant(
     guard=True,
     last_block=True,
     scaled=True,
+    last_key=True,
+    mask_axis="key",
 ):
     """blockwise_attention with one thing done wrong, as a learner might write it: exp of the raw
     scores (``running_max``), the old sum or output not rescaled when the maximum grows
     (``rescale``: "sum" or "output" rescales only that one, "none" neither), each block's own softmax averaged
     (``own_blocks``), the mask left out or filled with -1e9, no guard for a row that has seen no
-    allowed key (``guard``), the remainder block left out, the scores not divided by sqrt(d_k)."""
+    allowed key (``guard``), the remainder block left out, the scores not divided by sqrt(d_k),
+    each block ended at T_k - 1 at most (``last_key``), the mask sliced on its query axis."""
     scale = 1.0 / math.sqrt(q.size(-1)) if scaled else 1.0
     t_k = k.size(-2)
     stop = t_k if last_block else t_k - t_k % block_size
@@ -90,9 +93,11 @@ def _blockwise_variant(
     acc = q.new_zeros((*batch, q.size(-2), v.size(-1)))  # [..., T_q, d_v]
     blocks = 0
     for start in range(0, stop, block_size):
-        end = min(start + block_size, t_k)
+        end = min(start + block_size, t_k if last_key else t_k - 1)
         scores = q @ k[..., start:end, :].transpose(-2, -1) * scale  # [..., T_q, b]
-        if mask is not None and use_mask:
+        if mask is not None and use_mask and mask_axis == "query":
+            scores = scores.masked_fill(~mask[..., start:end, :], fill)
+        elif mask is not None and use_mask:
             block_mask = mask[..., start:end] if mask.size(-1) > 1 else mask
             scores = scores.masked_fill(~block_mask, fill)
         if own_blocks:  # each block's softmax, as if it were all the keys, then their mean
@@ -145,13 +150,34 @@ def compare_blockwise(fn, q, k, v, mask=None, block_size=64, expected=None, wher
     """The learner's output against ``expected`` (default: ``blockwise_expected``), a known mistake
     named by its output on the same inputs; ``where`` adds to what the inputs were, ``advice`` ends
     a message that names no mistake."""
-    out = run_blockwise(fn, q, k, v, mask, block_size)
+    try:
+        out = run_blockwise(fn, q, k, v, mask, block_size)
+    except core.CheckFailure as failure:
+        _name_mask_crash(fn, failure, q, k, v, mask, block_size)
+        raise
     expected = blockwise_expected(q, k, v, mask) if expected is None else expected
     mistakes = core.mistake_outputs(BLOCKWISE_MISTAKES, q, k, v, mask, block_size)
     blocks = -(-k.size(-2) // block_size)
     plural = "s" if blocks > 1 else ""
     said = f" That was with block_size = {block_size} ({blocks} block{plural} of keys){where}."
     core.expect_close(BLOCKWISE, "the output", out, expected, OUT, mistakes, said + advice)
+
+
+def _name_mask_crash(fn, failure: core.CheckFailure, q, k, v, mask, block_size: int) -> None:
+    """A shape error with a mask where the same call without one runs is the mask's slice: name it."""
+    error = core.crash_of(failure)
+    if mask is None or error is None or core.mismatched_sizes(error) is None:
+        return
+    try:
+        with torch.no_grad():
+            core.call(BLOCKWISE, fn, q, k, v, None, block_size)
+    except core.CheckFailure:
+        return
+    mistake = core.named(BLOCKWISE_MISTAKES, "mask sliced on the query axis")
+    raise core.CheckFailure(
+        f"{BLOCKWISE}: your code fails with a mask {list(mask.shape)} and runs without one, like a known "
+        f"mistake, {mistake.said()}. {mistake.hint} (Your error: {error})"
+    ) from error
 
 
 def check_blockwise_shapes(fn) -> None:

@@ -387,9 +387,18 @@ def check_cached_values(fn) -> None:
     """Without end_symbol: the same tokens as full recomputation, and the same log-probabilities."""
     model, src, src_mask = cached_case(VISIBLE_SEED)
     compare_cached(fn, model, src, src_mask, CACHED_MAX_LEN, START)
+    try:  # the same model again, its source rows in the other order: nothing may carry over
+        compare_cached(fn, model, src.flip(0), src_mask.flip(0), CACHED_MAX_LEN, START)
+    except core.CheckFailure as failure:
+        raise core.CheckFailure(
+            f"{CACHED}: the first call was right, but a second call on the same model, with the source's "
+            "rows in the other order, is not: keep nothing from one call to the next (make the caches and "
+            f"the memory's keys and values anew in every call, never on the model). {failure}"
+        ) from failure.__cause__
     core.passed(
         f"{CACHED} gives the same tokens as full recomputation (torch.equal) and the same "
-        f"log-probabilities at every step (a 2-layer model, B = {CACHED_B}, a padded source row)"
+        f"log-probabilities at every step (a 2-layer model, B = {CACHED_B}, a padded source row), "
+        "and again on a second call with another source"
     )
 
 

@@ -32,6 +32,7 @@ def _step_variant(
     cache,
     *,
     append=True,
+    keep_newest_only=False,
     attend="all",
     first_key_only=False,
     pass_src_mask=True,
@@ -63,7 +64,9 @@ def _step_variant(
             k, v = k_new, v_new
         else:
             k, v = torch.cat([old_k, k_new], dim=cat_dim), torch.cat([old_v, v_new], dim=cat_dim)
-        if append:
+        if append and keep_newest_only:  # attends over old and new, then stores the new one alone
+            cache["k"], cache["v"] = k_new, v_new  # [B, h, 1, d_k]
+        elif append:
             cache["k"], cache["v"] = k, v  # [B, h, t, d_k]
         else:
             k, v = k_new, v_new
@@ -263,6 +266,12 @@ def compare_steps(fn, case: _Case) -> None:
         mistake = _matching_step_mistake(states, caches, case)
         if mistake is not None:
             raise core.CheckFailure(mistake.message(STEP))
+        held, wanted = _cache_lengths(caches), tuple(range(1, len(caches) + 1))
+        if held != wanted:
+            where += (
+                f" After steps 1..{len(caches)} your cache['k'] held {list(held)} positions; after step t "
+                f"it must hold all t, {CACHE} with t = {list(wanted)}."
+            )
         core.expect_close(STEP, "the stacked output of steps 1..T", states, case.states, STATES, (), where)
     batch, n_heads, _, d_k = case.keys.shape
     for t, cache in enumerate(caches, start=1):

@@ -183,6 +183,9 @@ TRANSFORMER_MISTAKES = core.catalogue(
         "generator applied in forward": lambda self, src, tgt, sm, tm: self.generator(
             _transformer_states(self, src, tgt, sm, tm)
         ),
+        "dropout also in eval mode": lambda self, src, tgt, sm, tm: F.dropout(
+            _transformer_states(self, src, tgt, sm, tm), self.positional.dropout.p, training=True
+        ),
     },
     variant=_transformer_states,
 )
@@ -471,10 +474,29 @@ def check_transformer_values(cls) -> None:
     with torch.no_grad():
         mine = call_model("encode's output", module.encode, src, src_mask)
     core.expect_close(TRANSFORMER, "encode's output (the memory)", mine, memory, MEMORY)
+    expect_no_dropout_in_eval(cls, transformer_args(), state, (src, tgt, src_mask, tgt_mask), expected)
     core.passed(
         f"{TRANSFORMER} equals torch's nn.TransformerEncoder/Decoder between nn.Embedding * sqrt(D) + the "
-        "sinusoidal table (same weights)"
+        f"sinusoidal table (same weights), and with dropout = {EVAL_DROPOUT} in eval mode too"
     )
+
+
+EVAL_DROPOUT = 0.3  # a model built with dropout must drop nothing after .eval()
+
+
+def expect_no_dropout_in_eval(cls, args: dict, state: dict, inputs: tuple, expected: torch.Tensor) -> None:
+    """The model built with ``args`` but dropout > 0, in eval mode, gives ``expected`` (dropout 0's
+    output) on two calls in a row: nothing dropped, nothing random."""
+    module = transformer_module(cls, args | {"dropout": EVAL_DROPOUT})
+    load_transformer(module, state)
+    outputs = [transformer_forward(module, *inputs) for _ in range(2)]
+    if not all(core.same(out, expected) for out in outputs):
+        changed = "the two calls differ" if not core.same(*outputs) else "both calls differ from dropout 0's"
+        mistake = core.named(TRANSFORMER_MISTAKES, "dropout also in eval mode")
+        raise core.CheckFailure(
+            f"{TRANSFORMER}: built with dropout = {EVAL_DROPOUT} and in eval mode, forward's output is not "
+            f"the output with dropout 0 ({changed}): {mistake.said()}. {mistake.hint}"
+        )
 
 
 def load_transformer(module: nn.Module, state: dict) -> None:

@@ -49,8 +49,10 @@ def _variant(
     exponent: str = "2i",
     halves: bool = False,
     cos_first: bool = False,
+    cos_next_column: bool = False,
 ) -> torch.Tensor:
-    """The table written with one thing changed, in float32 as a learner's code computes it."""
+    """The table written with one thing changed, in float32 as a learner's code computes it
+    (``cos_next_column``: each cosine's exponent taken at its own column, i + 1, not its pair's)."""
     position = torch.arange(start, start + max_len, dtype=torch.float32).unsqueeze(1)  # [max_len, 1]
     pe = torch.zeros(max_len, d_model)
     if exponent == "column":  # 10000^(-j/D) for every column j: each column gets its own frequency
@@ -70,6 +72,9 @@ def _variant(
             denominator = max(d_model // 2 - 1, 1)
     angle = position * torch.exp(numerator * (sign * log(base) / denominator))  # [max_len, D/2]
     first, second = torch.sin(angle), torch.cos(angle)
+    if cos_next_column:  # the numerator of column i + 1, counted as the sine's is
+        step = numerator[1] - numerator[0] if numerator.numel() > 1 else 2.0
+        second = torch.cos(position * torch.exp((numerator + step / 2) * (sign * log(base) / denominator)))
     if cos_first:
         first, second = second, first
     if halves:

@@ -183,7 +183,7 @@ def _run_loop(call, case: LoopCase, model, optim, read, names) -> LoopOutcome:
     over as a generator, as the capstone's training does (it draws each batch when asked); the
     model comes with stale gradients, as after an earlier backward (``stale_gradients``)."""
     optimizer, scheduler = arguments_for(case, model, optim)
-    stale_gradients(model, case.batches[0])
+    stale_gradients(model, case.batches[0], optim)
     batches = (batch for batch in case.batches)
     with torch.enable_grad():
         returned = call(model, batches, optimizer, case.pad_id, smoothing=case.smoothing,
@@ -363,7 +363,22 @@ def _compare_loop(case: LoopCase, learner, model, optim, names: list[str], own_m
                 + " Or: ".join(f"{m.said()}. {m.hint}" for m in found)
             )  # fmt: skip
         raise core.CheckFailure(_loop_fallback(case, what, actual, wanted))
+    _expect_second_call(_run_loop(learner, case, model, optim, weights_of, names).returned, len(case.batches))
     return expected
+
+
+def _expect_second_call(returned, n: int) -> None:
+    """A second call returns its own ``n`` losses, not the first call's too: the capstone calls the
+    loop again every config.every steps and adds up what each call returns."""
+    if isinstance(returned, list | tuple) and len(returned) != n:
+        raise core.CheckFailure(
+            f"{TRAIN_LOOP}: the first call returned its {n} losses, but a second call, on {n} more batches "
+            f"(the capstone calls train_loop again every config.every steps), returned {len(returned)}: the "
+            "list must hold this call's losses only. Make it inside the function, losses = [] at its start, "
+            "not outside it or as a default argument (def train_loop(..., losses=[]) keeps one list for "
+            "every call)."
+        )
+    _expect_losses_list(returned, n)
 
 
 def loop_case(clip: bool) -> LoopCase:

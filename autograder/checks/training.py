@@ -204,9 +204,15 @@ def _loss_variant(
         uniform = -(log_probs.sum(dim=-1) - picked) / (log_probs.size(-1) - 1)
     elif smooth == "sum":  # the V tokens' -log p summed, without its 1/V
         uniform = -log_probs.sum(dim=-1)
-    weights = {"all": (1 - smoothing, smoothing), "others": (1 - smoothing, smoothing), "none": (1.0, 0.0),
-               "swapped": (smoothing, 1 - smoothing), "sum": (1 - smoothing, smoothing)}[smooth]  # fmt: skip
-    loss = (weights[0] * nll + weights[1] * uniform) * keep
+    if smooth == "kl":  # The Annotated Transformer: KL to smoothing / (V - 2) off the target and pad_id
+        smoothed = torch.full_like(log_probs, smoothing / (log_probs.size(-1) - 2))
+        smoothed.scatter_(-1, target.unsqueeze(-1), 1.0 - smoothing)
+        smoothed[..., pad_id] = 0.0
+        loss = (torch.xlogy(smoothed, smoothed) - smoothed * log_probs).sum(dim=-1) * keep
+    else:
+        plain = (1 - smoothing, smoothing)
+        weights = {"none": (1.0, 0.0), "swapped": (smoothing, 1 - smoothing)}.get(smooth, plain)
+        loss = (weights[0] * nll + weights[1] * uniform) * keep
     if reduce == "sum":
         total = loss.sum()
     elif reduce == "rows":
@@ -407,8 +413,8 @@ def expected_exact_match(
 def _exact_variant(predicted, target, start_id, end_id, *, drop_start=True, rule="exact"):
     """exact_match with one thing done wrong, as a learner might write it."""
     right = []
-    for row, answer in zip(predicted.tolist(), target.tolist(), strict=True):
-        answer, output = _up_to_end(answer, end_id), _up_to_end(row[1:] if drop_start else row, end_id)
+    for row, target_row in zip(predicted.tolist(), target.tolist(), strict=True):
+        answer, output = _up_to_end(target_row, end_id), _up_to_end(row[1:] if drop_start else row, end_id)
         if rule == "index":  # list.index without asking first whether the row has an end_id
             output = row[1:] if drop_start else row
             right.append(output[: output.index(end_id) + 1] == answer)
@@ -416,6 +422,9 @@ def _exact_variant(predicted, target, start_id, end_id, *, drop_start=True, rule
             right.append(output[: len(output) - (end_id in output)] == answer[:-1])
         elif rule == "prefix":  # zip stops at the shorter list
             right.append(all(a == b for a, b in zip(row[1:], answer, strict=False)))
+        elif rule == "filter":  # <s>, </s> and the lesson's padding dropped wherever they are, nothing cut
+            special = (start_id, end_id, PAD)
+            right.append([t for t in row if t not in special] == [t for t in target_row if t not in special])
         else:
             right.append(output == answer)
     return torch.tensor(right, dtype=torch.bool, device=predicted.device)

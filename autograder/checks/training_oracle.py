@@ -262,14 +262,18 @@ def weights_of(model, names) -> dict[str, torch.Tensor]:
     return {name: state[name].detach().clone() for name in names}
 
 
-def stale_gradients(model, batch: dict[str, torch.Tensor]) -> None:
+def stale_gradients(model, batch: dict[str, torch.Tensor], optim) -> None:
     """Give ``model`` the gradients of another loss, as an earlier backward leaves them (a step
-    must clear them first): the mean log-probability of every position's first token. A model
-    that cannot run is left as it is: the step's own call will say why."""
+    must clear them first): the mean log-probability of every position's first token. Each
+    operation is ``optim``'s own torch's, where the model lives: under the judge, the kernel's, so
+    that the backward reaches the kernel's model. A model that cannot run is left as it is: the
+    step's own call will say why."""
+    torch_of_model = optim.sgd.torch
     try:
         with torch.enable_grad(), exact_matmul():
             states = model(batch["src"], batch["tgt_in"], batch["src_mask"], batch["tgt_mask"])
-            model.generator(states)[..., 0].mean().backward()
+            first = torch_of_model.select(model.generator(states), -1, 0)
+            torch_of_model.autograd.backward(torch_of_model.mean(first))
     except Exception:  # noqa: BLE001 - the learner's model; its crash is reported by the step's call
         model.zero_grad(set_to_none=True)
 
@@ -283,7 +287,7 @@ def two_calls(call, case: Case, model, optim, read, names) -> Outcome:
     """``call(*arguments)`` twice on ``model`` with a fresh SGD (and StepLR), the model holding
     stale gradients before the first (``stale_gradients``); record the outcome."""
     optimizer, scheduler = arguments_for(case, model, optim)
-    stale_gradients(model, case.batch)
+    stale_gradients(model, case.batch, optim)
     outcome = Outcome([], [], [], [])
     for _ in range(2):
         args = (model, case.batch, optimizer, case.pad_id, case.smoothing)

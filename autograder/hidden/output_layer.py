@@ -71,6 +71,8 @@ def hidden_transformer(fresh: Fresh, cls, trials: int = 2) -> None:
             core.expect_close(checks.TRANSFORMER, "encode's output", mine, memory, checks.MEMORY)
             mine = checks.call_model("decode's output", module.decode, memory, src_mask, tgt, tgt_mask)
             core.expect_close(checks.TRANSFORMER, "decode's output", mine, expected, checks.STATES)
+        inputs = (src, tgt, src_mask, tgt_mask)
+        checks.expect_no_dropout_in_eval(cls, args, reference.state_dict(), inputs, expected)
 
 
 @replayable

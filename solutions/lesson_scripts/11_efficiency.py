@@ -15,7 +15,7 @@
 #    fused `F.scaled_dot_product_attention`;
 # 4. **attention without the score matrix**: the *online softmax*, the idea inside fused
 #    kernels, which walks the keys in blocks and never holds more than one block of scores;
-#    and two ways to make the cache itself smaller.
+#    and two ways to make the cache itself cheaper.
 #
 # **You will write:** `decoder_layer_step(layer, x, memory_kv, src_mask, cache)`,
 # `cached_greedy_decode(model, src, src_mask, max_len, start_symbol, end_symbol=None)` and
@@ -27,10 +27,16 @@
 
 # %% install
 import math
+import time
 
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
+
+try:
+    import resource  # page-fault counts: Linux and macOS
+except ImportError:  # Windows
+    resource = None
 
 from autograder.checks import efficiency as checks
 from autograder.checks.device import describe_devices
@@ -41,6 +47,7 @@ from solutions.multi_head import merge_heads, split_heads
 from solutions.output_layer import Transformer, greedy_decode
 
 torch.manual_seed(0)
+torch.set_num_threads(1)  # one CPU thread: steadier timings, and no threads waiting for each other
 print(describe_devices())
 
 # %% [markdown]
@@ -182,6 +189,13 @@ hidden_decoder_layer_step(decoder_layer_step, norm_first=True)
 #
 # Write it with your `decoder_layer_step`. The `@torch.no_grad()` line is given. Keep the
 # tokens `torch.long` and create new tensors on `src`'s device.
+#
+# The checks look at *how* you compute, not only at what: right tokens from a loop that
+# recomputes the prefix would pass lesson 09's checks but miss this lesson's point. They
+# count, with hooks on the model's modules, what one decoding calls: the encoder must run
+# once; each layer's `cross_attn.w_k` and `w_v` on the memory once; each layer's
+# `self_attn.w_q` once per step, on one position; and no decoder layer's own `forward`
+# (which would run over the whole prefix) at all. A failure names which of these it saw.
 
 # %% exercise solutions.efficiency.cached_greedy_decode
 
@@ -259,8 +273,7 @@ print(f"smallest gap between the two likeliest tokens: {gap:.3f}")
 # machine are noisy, and a point here is often a single run: `median_seconds` (with
 # `blocked_autorange(min_run_time=0.2)` inside) takes the median of blocks of calls that
 # fill 0.2 s, but a call that alone takes longer than 0.2 s, as most of these do, is timed
-# once, after a warm-up call. The last lines print, beside the measurement, the ratio of
-# multiply-adds the table's last row predicts.
+# once, after a warm-up call.
 
 
 # %% experiment output-varies
@@ -288,13 +301,6 @@ p_slow, p_fast = fitted_exponent(lengths, without_cache), fitted_exponent(length
 print(f"fitted exponents: without cache L^{p_slow:.2f}, with cache L^{p_fast:.2f}")
 at_512 = without_cache[-1] * 2**p_slow / (with_cache[-1] * 2**p_fast)
 print(f"extrapolated to L=512: about {at_512:.0f}x faster (tests/benchmarks/bench_kv_cache.py measures it)")
-D_timed, N_timed = 64, 2
-for length in lengths:  # the table's last row: multiply-adds without a cache over with one
-    arithmetic = (7 * length**2 * D_timed**2 + 2 / 3 * length**3 * D_timed) / (
-        14 * length * D_timed**2 + length**2 * D_timed
-    )
-    print(f"L={length:4d}: multiply-adds without cache / with cache = {arithmetic:5.1f}x")
-print(f"the L^3 term overtakes the L^2 D^2 term at L = 10.5 D = {10.5 * D_timed:.0f}")
 
 fig, ax = plt.subplots(figsize=(6, 4))
 ax.loglog(lengths, without_cache, "o-", label=f"without cache (L^{p_slow:.1f})")
@@ -305,19 +311,50 @@ ax.set_title("Greedy decoding on the CPU, D = 64, two layers")
 ax.legend();
 
 # %% [markdown]
+# Beside the measurement, the ratio of multiply-adds that the table's last row predicts for
+# the same lengths, $D = 64$: what the cache would gain if arithmetic alone set the time.
+
+# %% experiment
+D_timed = 64
+for length in [32, 64, 128, 256]:  # the table's last row: multiply-adds without a cache over with one
+    arithmetic = (7 * length**2 * D_timed**2 + 2 / 3 * length**3 * D_timed) / (
+        14 * length * D_timed**2 + length**2 * D_timed
+    )
+    print(f"L={length:4d}: multiply-adds without cache / with cache = {arithmetic:5.1f}x")
+print(f"the L^3 term overtakes the L^2 D^2 term at L = 10.5 D = {10.5 * D_timed:.0f}")
+
+# %% [markdown]
 # The cached decoder's time grows about linearly: at this size each step costs about the
 # same, a few dozen small operations whose fixed overhead outweighs the arithmetic. The
-# uncached one grows faster, but more slowly than its arithmetic. On the shared 2-core CPU
-# that built this notebook its fitted exponent was 1.49 in the run shown and 1.75 in an
-# earlier, quieter one (learners have measured 1.6 to 1.8), and its speed-up at
-# $L = 256$ was 6.2x and 6.1x, where the multiply-adds predict 137x (the ratio lines
-# above). On the CPU, at this size, **fixed per-step costs, not arithmetic, set
-# the time**: every step of either decoder launches dozens of small operations whose cost
-# (Python, dispatch, allocation) does not depend on $L$, and the uncached decoder's
-# growing matrices are still small. Nor has the arithmetic reached its $L^3$ regime: the
-# $\tfrac{2}{3} L^3 D$ term overtakes $7 L^2 D^2$ only at $L = 10.5\,D$, 672 tokens here
-# (the last line). The gap still widens with every token;
+# uncached one grows faster, but more slowly than its arithmetic: compare the fitted
+# exponents and the speed-ups in the timing output with the ratios of multiply-adds above.
+# On the 2-core CPUs this course is built on, the uncached exponent has come out between
+# 1.4 and 1.9 from build to build, and the speed-up at $L = 256$ between 6 and 10 times,
+# where the multiply-adds predict 137.5x. On the CPU, at this size, **fixed per-step
+# costs, not arithmetic, set the time**: every step of either decoder launches dozens of
+# small operations whose cost (Python, dispatch, allocation) does not depend on $L$, and
+# the uncached decoder's growing matrices are still small. Nor has the arithmetic reached
+# its $L^3$ regime: the $\tfrac{2}{3} L^3 D$ term overtakes $7 L^2 D^2$ only at
+# $L = 10.5\,D$, 672 tokens here (the ratios' last line). The gap still widens with every token;
 # `tests/benchmarks/bench_kv_cache.py` measures the ratio at $L = 512$ directly.
+#
+# Fixed costs can be removed without touching the arithmetic. `torch.compile` traces a
+# step into fewer, larger kernels and takes Python out of the loop, and on a GPU **CUDA
+# graphs** (`torch.compile(mode="reduce-overhead")`, or `torch.cuda.graphs` by hand) record
+# a whole step's kernel launches once and replay them with one call. Serving systems
+# decode with both; they need the cache preallocated (below), since a graph replays
+# tensors of fixed shapes.
+#
+# **These figures are a CPU's; on a GPU expect a different picture.** This lesson's
+# experiments run on the CPU (the first cell's line says so), so what you see here, also on
+# Colab, is the CPU of the machine. Run the same decoders on a GPU and the cache gains far
+# less at this size: a GPU runs the uncached decoder's growing matrices, still small for
+# it, in about the time of the cached decoder's tiny ones, so both decoders are limited by
+# launching their kernels, one after another, and their times grow about linearly in $L$
+# alike. The cache wins on a GPU once the recomputed work fills the device: large $B$
+# (many sequences decoded together), large $D$ and many layers, and long outputs, where
+# recomputation's $L^2 D^2$ and $L^3 D$ terms dominate. No GPU figures are quoted here:
+# none were measured for this lesson; run the cell on one to see yours.
 #
 # What the cache costs is **memory**: two tensors `[B, h, t, d_k]` per layer, that is
 # $2 \cdot N \cdot B \cdot t \cdot D$ numbers (plus the memory's keys and values,
@@ -337,7 +374,7 @@ ax.legend();
 # - memory: besides $Q$, $K$, $V$ ($3 n D$ numbers), the weights `[h, n, n]`: $n^2 h$ numbers.
 #
 # In float32 that is $4\,(3 n D + n^2 h)$ bytes. With $D = 128$, $h = 4$: at $n = 1024$ the
-# matrix takes 16 MiB against 1.5 MiB for $Q, K, V$; at $n = 16\,384$, 4 GiB. The quadratic
+# matrix takes 16 MiB against 1.5 MiB for $Q, K, V$; at sixteen times that length, 4 GiB. The quadratic
 # term wins from $n = 3D/h = 96$ on.
 #
 # Which memory? The score matrix exists while the forward pass runs, and in training,
@@ -384,8 +421,12 @@ for n in (128, 256, 512, 1024, 2048):
 # numbers, **linear** in $n$. It never stores the matrix: on the CPU it runs a
 # *flash-attention* kernel that walks over blocks of keys, keeping for each query a
 # running maximum, a running sum of exponentials and a running weighted sum of values, and
-# rescales them when a larger score appears (the "online softmax"). The backward pass
-# recomputes the blocks of scores it needs instead of reading them back.
+# rescales them when a larger score appears (the "online softmax"). It tiles the queries
+# too: each block of queries is one task, with its running quantities held in the
+# processor's registers and cache, and the tasks run in parallel. FlashAttention
+# (Dao et al., 2022) has a **backward pass** of the same kind: it recomputes each block of
+# scores from $Q$, $K$ and the saved log-sum-exp instead of reading a stored matrix back,
+# more arithmetic for far less memory traffic.
 #
 # Now the time, for the same shapes, on one CPU thread (noisy on a shared machine): each
 # point is the median of blocks of calls filling 0.3 s, so the largest size, whose call
@@ -411,17 +452,84 @@ print(
 )
 
 # %% [markdown]
-# Both do $O(n^2 D)$ arithmetic, yet their fits differ. On the shared 2-core CPU that
-# built this notebook, the fused kernel's exponent was 1.80 in the run shown and 1.92 in
-# an earlier, quieter one, near the arithmetic's 2; lesson 03's was 2.74 and 2.30, above
-# it: its time grew faster than its arithmetic. That is memory
-# traffic. The weights `[h, n, n]` take $4 h n^2$ bytes, 64 MiB at $n = 2048$ (the memory
-# table above: 67.00 MiB with $Q$, $K$, $V$), far more than a CPU's caches, so once $n$
-# is large every pass over them (the scale, the softmax, the second product) travels to
-# main memory and back. The fused kernel never writes the scores out: its blocks stay in
-# the cache. On this CPU that made it 1.01x to 7.65x faster in the run shown (1.06x to
-# 2.28x in the quieter one), the gain larger for larger $n$ (the last column; yours will
-# differ). But it does **the same arithmetic**, $O(n^2 D)$:
+# Both do $O(n^2 D)$ arithmetic, yet their fits differ: the fused kernel's exponent is near
+# the arithmetic's 2, and lesson 03's is above it, its time growing faster than its
+# arithmetic (the output's last line; on the course's 2-core CPUs lesson 03's exponent has
+# come out between 2.3 and 2.8, and the fused one's between 1.8 and 2.0). Where does the
+# extra time go? The weights `[h, n, n]` take $4 h n^2$ bytes, 64 MiB at $n = 2048$, and
+# lesson 03 makes several tensors that size at every call: the scores, the scaled scores,
+# the softmax's weights. A tensor that large is not taken from memory the process already
+# holds: the allocator asks the operating system for fresh pages, and gives them back when
+# the tensor is freed. The system maps each fresh 4 KiB page only when it is first
+# written, a **page fault** that also fills the page with zeros, so every call pays for
+# about 16,000 faults per tensor, work that grows with $n^2$ and is not arithmetic at all.
+# The next cell counts them (`resource.getrusage`, on Linux and macOS) for one call at
+# $n = 1024$ and $n = 2048$, on one thread, beside the same arithmetic written into
+# buffers allocated once (`out=` and in-place operations) and the fused kernel.
+
+
+# %% experiment output-varies
+def faults_and_seconds(fn, *args, calls: int = 3) -> tuple[float, float]:
+    """Page faults and seconds per call of fn(*args), after one warm-up call (NaN faults where the
+    system cannot count them)."""
+    fn(*args)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt if resource else 0
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn(*args)
+    seconds = (time.perf_counter() - start) / calls
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_minflt if resource else math.nan
+    return (after - before) / calls, seconds
+
+
+def preallocated(buffers):
+    """Lesson 03's arithmetic, written into buffers made once: no fresh [h, n, n] tensor per call."""
+    scores, out = buffers
+
+    def attend(q, k, v):
+        torch.matmul(q, k.transpose(-2, -1), out=scores)  # [B, h, n, n]
+        scores.mul_(1 / math.sqrt(q.size(-1)))
+        scores.sub_(scores.amax(dim=-1, keepdim=True)).exp_()  # the softmax, in place
+        scores.div_(scores.sum(dim=-1, keepdim=True))
+        return torch.matmul(scores, v, out=out)  # [B, h, n, d_k]
+
+    return attend
+
+
+print(f"a [1, 4, 2048, 2048] float32 tensor fills {4 * 4 * 2048 * 2048 // 4096:,} pages of 4 KiB")
+local = {}
+for n in (1024, 2048):
+    q, k, v = (torch.randn(1, 4, n, 32) for _ in range(3))  # [B, h, n, d_k]
+    buffers = (torch.empty(1, 4, n, n), torch.empty(1, 4, n, 32))
+    with torch.no_grad():
+        for name, fn in (
+            ("lesson 03", course_attention),
+            ("preallocated buffers", preallocated(buffers)),
+            ("F.scaled_dot_product_attention", F.scaled_dot_product_attention),
+        ):
+            faults, seconds = faults_and_seconds(fn, q, k, v)
+            local.setdefault(name, []).append(seconds)
+            print(f"n={n:5d}, {name:>30}: {seconds * 1e3:7.1f} ms and {faults:8,.0f} page faults per call")
+for name, (small, large) in local.items():
+    print(f"{name:>30}: time x{large / small:.1f} from n = 1024 to 2048, a local exponent of "
+          f"{math.log2(large / small):.2f}")
+
+# %% [markdown]
+# Read the counts first. On Linux, at $n = 2048$, lesson 03's attention faults on about as
+# many pages per call as three of its large tensors fill (the first line gives one's count):
+# the scores, the scaled scores and the weights are fresh memory at every call. At
+# $n = 1024$ it faults on fewer, since the allocator keeps and reuses some blocks of that
+# smaller size, and the preallocated version and the fused kernel fault on almost none.
+# The preallocated version does the very same arithmetic as lesson 03's and keeps the
+# score matrix in memory like it; what it saves is the operating system's work: compare its
+# time with lesson 03's at $n = 2048$. Timings on a busy machine are noisy, so read the
+# local exponents of one run with care; the fault counts do not depend on the load. The rest is
+# memory traffic: 64 MiB is far more than a CPU's caches, so each of the several passes
+# over the scores (the scale, the softmax, the second product) travels to main memory and
+# back, where the fused kernel's blocks stay in cache. On a GPU the first effect is absent (PyTorch's CUDA allocator keeps freed
+# blocks and hands them out again) and the second is larger: a GPU's arithmetic is so fast
+# that reading and writing the score matrix is most of the cost, which is why FlashAttention
+# was written for GPUs first. But a fused kernel does **the same arithmetic**, $O(n^2 D)$:
 # fusing changes where the numbers live, not how many there are to compute.
 #
 # | | lesson 03's attention | a fused (flash) kernel |
@@ -568,7 +676,7 @@ print(
     f"fitted exponents: blockwise n^{fitted_exponent(memory_sizes, blockwise_counts):.2f}, "
     f"lesson 03 n^{fitted_exponent(memory_sizes, full_counts):.2f}"
 )
-checks.check_blockwise_memory(blockwise_attention)
+checks.check_blockwise_memory(blockwise_attention);
 
 # %% [markdown]
 # The reference's largest tensor is one block of scores, `[B, h, n, 64]`, and lesson 03's
@@ -578,18 +686,20 @@ checks.check_blockwise_memory(blockwise_attention)
 # the processor's cache or registers; written in Python, each block costs several separate
 # operations, each of them reading and writing its tensors in memory.
 #
-# ## Two ways to make the cache smaller
+# ## Two ways to make the cache cheaper
 #
-# **A preallocated cache.** `decoder_layer_step` grows its cache with `torch.cat`, which
-# allocates a new tensor at every step and copies all $t$ positions into it: over $L$
-# steps, $1 + 2 + \dots + L = L(L + 1)/2$ positions copied per tensor and layer, traffic
-# that grows like $L^2$ for a cache that grows like $L$. Serving code allocates the cache
-# once, `[B, h, max_len, d_k]`, writes step $t$ into its row in place
-# (`cache_k[:, :, t] = k_new`), and attends over the view `cache_k[:, :, : t + 1]`: one
-# position copied per step. The price is memory for `max_len` positions, reserved from the
-# first step on.
+# **A preallocated cache: less copying, more memory.** `decoder_layer_step` grows its
+# cache with `torch.cat`, which allocates a new tensor at every step and copies all $t$
+# positions into it: over $L$ steps, $1 + 2 + \dots + L = L(L + 1)/2$ positions copied per
+# tensor and layer, traffic that grows like $L^2$ for a cache that grows like $L$. Serving
+# code allocates the cache once, `[B, h, max_len, d_k]`, writes step $t$ into its row in
+# place (`cache_k[:, :, t] = k_new`), and attends over the view `cache_k[:, :, : t + 1]`:
+# one position copied per step, and fixed shapes that a CUDA graph can replay. This does
+# not make the cache smaller: it reserves `max_len` positions from the first step on, more
+# than a short answer ever uses. (Paged caches, as in vLLM, reserve memory in small blocks
+# as a sequence grows, to waste less of it.)
 #
-# **Fewer key and value heads.** The cache holds keys and values for every head:
+# **Fewer key and value heads: a smaller cache.** The cache holds keys and values for every head:
 # $2 N B t D$ numbers, $D = h\, d_k$. *Multi-query attention* (MQA) keeps $h$ query heads
 # but only one key head and one value head, shared by all of them: $k$ and $v$ are
 # `[B, 1, t, d_k]`, and broadcasting in $q k^\top$ gives every query head the same keys.
@@ -634,19 +744,23 @@ print("MQA out", tuple(out_mqa.shape), "| GQA out", tuple(out_gqa.view(2, 8, 5, 
 # - The newest token needs the positional encoding of **its own** position, `pe[t]`.
 # - Cached decoding gives the same tokens as full recomputation (up to rounding, which
 #   could flip only a near-tie); its time grows about linearly with the output length,
-#   while full recomputation does $O(L^2 D^2 + L^3 D)$ work. On a CPU at small sizes,
-#   fixed per-step costs, not arithmetic, decide how much faster it is. It costs
-#   $2 N B t D$ numbers of memory.
+#   while full recomputation does $O(L^2 D^2 + L^3 D)$ work. At small sizes, fixed
+#   per-step costs, not arithmetic, decide how much faster it is (on a GPU even more than
+#   on a CPU); `torch.compile` and CUDA graphs remove much of them. It costs $2 N B t D$
+#   numbers of memory.
 # - Attention's score matrix costs $O(n^2)$ time and, stored, $O(n^2)$ memory:
 #   $4(3nD + n^2 h)$ bytes in float32. Fused kernels such as
 #   `F.scaled_dot_product_attention` keep $O(n)$ memory but do the same $O(n^2 D)$ work.
+#   On a CPU, much of lesson 03's extra time at large $n$ is the operating system mapping
+#   fresh pages for its large tensors at every call (page faults), the rest memory traffic.
 # - The **online softmax** computes attention block by block: a running maximum, sum and
 #   output per query row, rescaled by $e^{m - m'}$ when the maximum grows, divided once at
 #   the end. It never holds more than one block of scores, and the maximum keeps every
 #   exponent at most 0, so nothing overflows.
-# - A **preallocated cache** copies one position per step instead of the whole cache;
-#   **multi-query** and **grouped-query attention** share key and value heads, so the cache
-#   holds $h$ or $h / g$ times fewer numbers.
+# - A **preallocated cache** copies one position per step instead of the whole cache, and
+#   reserves memory for `max_len` positions from the start; **multi-query** and
+#   **grouped-query attention** share key and value heads, so the cache holds $h$ or
+#   $h / g$ times fewer numbers.
 #
 # ## Glossary
 #
@@ -677,5 +791,10 @@ print("MQA out", tuple(out_mqa.shape), "| GQA out", tuple(out_gqa.view(2, 8, 5, 
 # | overflow | 溢出 |
 # | log-sum-exp | 对数求和指数（log-sum-exp） |
 # | preallocated cache | 预分配缓存 |
+# | page fault | 缺页异常 |
+# | memory allocator | 内存分配器 |
+# | kernel launch overhead | 内核启动开销 |
+# | CUDA graph | CUDA 图 |
+# | tiling (over queries and keys) | 分块（按查询和键） |
 # | multi-query attention (MQA) | 多查询注意力 |
 # | grouped-query attention (GQA) | 分组查询注意力 |
