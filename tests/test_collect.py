@@ -148,19 +148,34 @@ def test_every_notebook_not_taken_in_is_reported(tmp_path):
         tmp_path,
         {
             "doejane_123456_7890123_attention.ipynb": notebook,
+            "doejane_123456_7890123_scratch.ipynb": notebook,  # beside the lesson's notebook
             "smithbob_234567_8901234_attention_final.ipynb": notebook,  # renamed by the learner
+            "leeann_345678_9012345_draft.ipynb": notebook,  # two notebooks, neither the lesson's
+            "leeann_345678_9012345_draft2.ipynb": notebook,
             "attention.ipynb": notebook,  # whose?
             "notes.txt": "not a notebook",  # not reported
         },
     )
     pipeline = _pipeline(tmp_path)
     pipeline.collect_zip(archive, "03_attention")
-    assert pipeline.submissions() == [("03_attention", "123456")]
+    # the renamed notebook is the attempt's only one: graded under the lesson's name, and said so
+    assert pipeline.submissions() == [("03_attention", "123456"), ("03_attention", "234567")]
+    assert (pipeline.submitted / "234567" / "03_attention" / "attention.ipynb").is_file()
     assert sorted((p.student, p.what) for p in pipeline.problems) == [
         (
+            "123456",
+            "doejane_123456_7890123_scratch.ipynb: another notebook beside attention.ipynb in the "
+            "attempt; not taken in",
+        ),
+        (
             "234567",
-            "smithbob_234567_8901234_attention_final.ipynb: the learner's file is "
-            "'attention_final.ipynb', not attention.ipynb; not taken in",
+            "smithbob_234567_8901234_attention_final.ipynb: the learner named the notebook "
+            "'attention_final.ipynb'; taken in as attention.ipynb",
+        ),
+        (
+            "345678",
+            "2 notebooks in the attempt (leeann_345678_9012345_draft.ipynb, "
+            "leeann_345678_9012345_draft2.ipynb), none named attention.ipynb: none taken in",
         ),
         (
             "?",

@@ -7,8 +7,11 @@ with the moment it was handed in (autograder/engine/intake_time.py) beside it, a
 Whose work a file in an LMS download is comes from the LMS's own part of its name (or its
 submission record), never from the part the learner chose: every LMS below puts the learner's
 own file name last, after a prefix it writes itself, and the intake reads that prefix from the
-start of the name. The learner's file name must be the lesson's notebook (``attention.ipynb``);
-one that is not, or that names another student, is refused and reported. The downloads read
+start of the name. A learner's file whose name claims another student is refused and
+reported. Of an attempt's notebooks the one named as the lesson's (``attention.ipynb``) is
+graded; an attempt with a single notebook under another name has it graded under the lesson's
+name, with a line in the problems; one with several and none of the lesson's name has none
+taken in, and says so. The downloads read
 (their naming as the LMSs' downloads and public tools that unpack them show it):
 
 * **Canvas** ("Download Submissions"): ``<name>[_LATE]_<user id>_<submission id>_<file>``, e.g.
@@ -205,15 +208,11 @@ class Intake:
             entries, refused = read_download(bundle, lesson)
             self.problems += [p for p in refused if only is None or p.student in (only, "?")]
             mine = [entry for entry in entries if only is None or entry.student == only]
-            named = [entry for entry in mine if self._named_right(entry, lesson, expected)]
-            for student in sorted({entry.student for entry in named}):
-                theirs = [entry for entry in named if entry.student == student]
-                if len(theirs) > 1:
-                    names = ", ".join(entry.name for entry in theirs)
-                    what = f"{expected} handed in {len(theirs)} times ({names}): none taken in; keep one"
-                    self.problems.append(Problem(student, lesson, what))
+            owned = [entry for entry in mine if self._owned(entry, lesson)]
+            for student in sorted({entry.student for entry in owned}):
+                entry = self._the_notebook([e for e in owned if e.student == student], lesson, expected)
+                if entry is None:
                     continue
-                [entry] = theirs
                 member = bundle.getinfo(entry.name)
                 if not self._acceptable(student, lesson, entry.name, member.file_size):
                     continue
@@ -224,18 +223,38 @@ class Intake:
                 self.take(student, lesson, target, handed)
         return {entry.student for entry in mine}
 
-    def _named_right(self, entry: Entry, lesson: str, expected: str) -> bool:
-        """The learner's file is the lesson's notebook; else a problem (saying so when its name
-        claims another student)."""
-        if entry.file == expected:
-            return True
+    def _owned(self, entry: Entry, lesson: str) -> bool:
+        """False, with a problem, when the learner's own file name claims another student."""
         claimed = claimed_student(entry.file, lesson)
-        if claimed is not None and claimed != entry.student:
-            what = f"{entry.name}: a file in {entry.student}'s attempt named as {claimed}'s hand-in; refused"
-        else:
-            what = f"{entry.name}: the learner's file is {entry.file!r}, not {expected}; not taken in"
+        if claimed is None or claimed == entry.student:
+            return True
+        what = f"{entry.name}: a file in {entry.student}'s attempt named as {claimed}'s hand-in; refused"
         self.problems.append(Problem(entry.student, lesson, what))
         return False
+
+    def _the_notebook(self, theirs: list[Entry], lesson: str, expected: str) -> Entry | None:
+        """The one notebook of a student's attempt to grade: the one named as the lesson's, else
+        the only notebook there is (a learner who renamed it, "attention (1).ipynb"); None, with
+        a problem, when the attempt holds several and none or more than one is the lesson's."""
+        student = theirs[0].student
+        exact = [entry for entry in theirs if entry.file == expected]
+        if len(exact) == 1:
+            for other in theirs:
+                if other is not exact[0]:
+                    what = f"{other.name}: another notebook beside {expected} in the attempt; not taken in"
+                    self.problems.append(Problem(student, lesson, what))
+            return exact[0]
+        if len(theirs) == 1:
+            [entry] = theirs
+            what = f"{entry.name}: the learner named the notebook {entry.file!r}; taken in as {expected}"
+            self.problems.append(Problem(student, lesson, what))
+            return entry
+        names = ", ".join(entry.name for entry in theirs)
+        what = f"{len(theirs)} notebooks in the attempt ({names}), none named {expected}: none taken in"
+        if len(exact) > 1:
+            what = f"{expected} handed in {len(theirs)} times ({names}): none taken in; keep one"
+        self.problems.append(Problem(student, lesson, what))
+        return None
 
     def _acceptable(self, student: str, lesson: str, name: str, size: int) -> bool:
         """A student id that is a plain name, and a notebook of a sane size; else a problem."""
