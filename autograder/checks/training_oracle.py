@@ -268,7 +268,7 @@ def stale_gradients(model, batch: dict[str, torch.Tensor], optim) -> None:
     operation is ``optim``'s own torch's, where the model lives: under the judge, the kernel's, so
     that the backward reaches the kernel's model. A model that cannot run is left as it is: the
     step's own call will say why."""
-    torch_of_model = optim.sgd.torch
+    torch_of_model = getattr(getattr(optim, "swa_utils", None), "torch", torch)  # torch.optim imports it
     try:
         with torch.enable_grad(), exact_matmul():
             states = model(batch["src"], batch["tgt_in"], batch["src_mask"], batch["tgt_mask"])
