@@ -509,13 +509,15 @@ for last in (20, 60):
 # The next cell collects your parts from your saved notebooks of lessons 01 to 09 in
 # `course/` (save them first), runs each through its lesson's checks, and tells you which
 # parts are yours. From here on, `Transformer`, `greedy_decode`, `Encoder` and `Decoder` are
-# the ones it found.
+# the ones it found, and so are `padding_mask` and `decoder_mask`, with which your
+# `make_batch` builds every batch's masks.
 
 # %% experiment output-varies
 own = own_parts()
 print(own.table())
 Transformer, greedy_decode = own.Transformer, own.greedy_decode
 Encoder, Decoder = own.Encoder, own.Decoder
+padding_mask, decoder_mask = own.padding_mask, own.decoder_mask  # what make_batch calls from here on
 
 # %% experiment output-varies
 held = {n: t.to(LESSON_DEVICE) for n, t in make_batch(held_sources, held_targets, PAD, START, END).items()}
@@ -881,11 +883,6 @@ mean_letters = sum(range(shortest, longest + 1)) / (longest - shortest + 1)
 plateau = mean_letters / (mean_letters + 1) * math.log(10)
 print(f"letters guessed among 10, </s> always right: ({mean_letters:.0f}/{mean_letters + 1:.0f}) ln 10 "
       f"= {plateau:.3f}")  # fmt: skip
-print(f"\nthe loss at step {STEPS} per seed {SEEDS}:")
-for setting in SETTINGS:
-    row = {norm_first: ", ".join(f"{loss_at(layer_norm_runs[norm_first, setting, seed], STEPS):.2f}"
-                                 for seed in SEEDS) for norm_first in (False, True)}  # fmt: skip
-    print(f"{setting:>20}: post-LN {row[False]}; pre-LN {row[True]}")
 fig, axes = plt.subplots(1, len(SETTINGS), figsize=(11, 3.6), sharey=True)
 for ax, setting in zip(axes, SETTINGS, strict=True):
     for norm_first, color in ((False, "tab:blue"), (True, "tab:orange")):
@@ -903,9 +900,16 @@ axes[0].set_ylabel("training loss")
 axes[0].legend()
 fig.tight_layout();
 
+# %% experiment output-varies
+print(f"the loss at step {STEPS} per seed {SEEDS}:")
+for setting in SETTINGS:
+    row = {norm_first: ", ".join(f"{loss_at(layer_norm_runs[norm_first, setting, seed], STEPS):.2f}"
+                                 for seed in SEEDS) for norm_first in (False, True)}  # fmt: skip
+    print(f"{setting:>20}: post-LN {row[False]}; pre-LN {row[True]}")
+
 # %% [markdown]
-# Read your curves, not a verdict someone wrote before the run: the table above the
-# figure gives each run's loss at step 150. Things to look for: which reaches a low loss
+# Read your curves, not a verdict someone wrote before the run: the table above gives each
+# run's loss at step 150. Things to look for: which reaches a low loss
 # first in each setting; which one stalls, on or above the dashed plateau; and how much
 # the two seeds of one setting disagree, which says how large a difference must be before
 # it means anything.
