@@ -44,6 +44,7 @@ from autograder import lessons
 from autograder.engine.kernels.sandbox import Limits
 from autograder.engine.pipeline import Pipeline, SandboxUnavailable
 from autograder.engine.regrade import regrade
+from autograder.engine.submission import Graded
 from autograder.instructor import late
 from autograder.instructor.insights import TABLE, insights
 from autograder.instructor.similarity import THRESHOLD, similarity
@@ -75,6 +76,25 @@ def _print_problems(pipeline: Pipeline) -> None:
         print(f"  - {problem.student} / {problem.lesson}: {problem.what}")
 
 
+GRADER_FAILED = 3  # the exit code when a grading failed for a reason of the grader's own
+
+
+def _grader_failures(done: list[Graded]) -> int:
+    """0, or GRADER_FAILED with a one-line banner on stderr when a grading in ``done`` failed for
+    a reason of the grader's own (the sandbox, the kernel's start, its imports): such a
+    submission has no score until it is graded again."""
+    ours = [graded for graded in done if graded.grader_failed]
+    if not ours:
+        return 0
+    print(
+        f"GRADING FAILED: {len(ours)} of {len(done)} gradings did not finish for a reason of the grader's "
+        f"own, not the submissions' (first: {ours[0].failure}); they have no score in grades.csv and "
+        "are left out of the LMS exports: fix the grader, then run autograde again.",
+        file=sys.stderr,
+    )
+    return GRADER_FAILED
+
+
 def demo(
     workspace: Path, sandbox: Limits | None, run_everything: bool = False, jobs: int = 1, warm: bool = True
 ) -> int:
@@ -103,7 +123,7 @@ def demo(
     shutil.copytree(SAMPLE_COURSE / "timestamps", inbox, dirs_exist_ok=True)
     pipeline.release(names)
     pipeline.collect_folder(inbox)
-    pipeline.autograde(jobs)
+    done = pipeline.autograde(jobs)
     print("feedback ...")
     feedback = pipeline.feedback()
     grades = pipeline.export(workspace / "grades.csv")
@@ -125,7 +145,7 @@ def demo(
     print(f"Insights: {page}")
     print(f"Similarity: {alike.summary()}")
     print(f"Graded {graded} notebooks in {elapsed:.0f} s ({elapsed / max(graded, 1):.1f} s per notebook).")
-    return 0
+    return _grader_failures(done)
 
 
 def _changed(changes: list) -> str:
@@ -287,8 +307,9 @@ def _sandbox(args: argparse.Namespace) -> Limits | None:
     return Limits(**{field.name: getattr(args, field.name) for field in dataclasses.fields(Limits)})
 
 
-def _step(pipeline: Pipeline, args: argparse.Namespace) -> None:
-    """Run the one step asked for, and print what it made."""
+def _step(pipeline: Pipeline, args: argparse.Namespace) -> int:
+    """Run the one step asked for, and print what it made; returns the exit code."""
+    done: list[Graded] = []
     if args.step == "release":
         pipeline.release(args.lessons or lessons.written_lessons())
     elif args.step == "collect":
@@ -298,7 +319,7 @@ def _step(pipeline: Pipeline, args: argparse.Namespace) -> None:
             pipeline.collect_zip(args.zip, args.lesson)
         print(f"{len(pipeline.submissions())} submissions in {pipeline.submitted}")
     elif args.step == "autograde":
-        pipeline.autograde(args.jobs, args.scheduler)
+        done = pipeline.autograde(args.jobs, args.scheduler)
     elif args.step == "feedback":
         print("\n".join(str(path) for path in pipeline.feedback()))
     elif args.step == "export" and (args.canvas or args.moodle):
@@ -316,6 +337,7 @@ def _step(pipeline: Pipeline, args: argparse.Namespace) -> None:
         print((args.workspace / "problems.csv").read_text())
     elif args.step in ("collect", "autograde"):
         _print_problems(pipeline)
+    return _grader_failures(done)
 
 
 def _report(args: argparse.Namespace) -> None:
@@ -350,12 +372,11 @@ def main(argv: list[str] | None = None) -> int:
             db_url=args.db,
             warm=warm,
         )
-        _step(pipeline, args)
+        return _step(pipeline, args)
     # the course's files, a roster, nothing to regrade, no verdicts yet
     except (SandboxUnavailable, ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    return 0
 
 
 if __name__ == "__main__":

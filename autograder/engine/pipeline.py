@@ -296,38 +296,60 @@ class Pipeline:
                 found[(student, lesson)] = (submission.score, submission.max_score)
         return found
 
+    def failures(self) -> dict[tuple[str, str], str]:
+        """(student, lesson) -> why its last grading did not finish, as its verdict recorded it:
+        whatever the gradebook holds for it is no score."""
+        found = {}
+        for lesson, student in self.submissions():
+            file = verdicts.path(self.workspace, lesson, student)
+            if file.is_file() and (failure := verdicts.read(file).failure) is not None:
+                found[student, lesson] = failure
+        return found
+
     def export(self, path: Path) -> Path:
         """grades.csv: one row per student and lesson (its score, when it was handed in and by
-        which witness, days late, and the score after the late penalty of course.toml), then one
-        total row per student."""
-        scores = self.scores()
+        which witness, days late, the score after the late penalty of course.toml, and its
+        status), then one total row per student. A grading that did not finish has empty score
+        cells and says why in its status; its student's total says it is incomplete."""
+        failed = self.failures()
+        scores = {key: value for key, value in self.scores().items() if key not in failed}
         policy = late.load(self.workspace)
-        handed, problems = late.handed_times(self.submitted, list(scores), policy.zone)
+        handed, problems = late.handed_times(self.submitted, sorted({*scores, *failed}), policy.zone)
         self.problems += [problem for problem in problems if problem not in self.problems]
         rows: list[list[csv_files.Cell]] = [
-            ["student", "lesson", "score", "max_score", "handed_in", "days_late", "after_late"]
+            ["student", "lesson", "score", "max_score", "handed_in", "days_late", "after_late", "status"]
         ]
         kept: dict[str, float] = {}
-        for (student, lesson), (score, most) in sorted(scores.items()):
+        for student, lesson in sorted({*scores, *failed}):
             when = handed[student, lesson]
-            lateness = late.assess(policy, student, lesson, when, score)
-            kept[student] = kept.get(student, 0.0) + lateness.score
             shown = (
                 f"{when.at.astimezone(policy.zone).isoformat(timespec='seconds')} ({when.source})"
                 if when
                 else ""
             )
-            rows.append([student, lesson, float(score), float(most), shown, lateness.days, lateness.score])
+            kept.setdefault(student, 0.0)
+            if (student, lesson) in failed:
+                status = f"not graded: {failed[student, lesson]}"
+                rows.append([student, lesson, None, None, shown, None, None, status])
+                continue
+            score, most = scores[student, lesson]
+            lateness = late.assess(policy, student, lesson, when, score)
+            kept[student] += lateness.score
+            row = [student, lesson, float(score), float(most), shown, lateness.days, lateness.score, "graded"]
+            rows.append(row)
         for student in sorted(kept):
             mine = [value for (who, _), value in scores.items() if who == student]
             total, most = sum(s for s, _ in mine), sum(m for _, m in mine)
-            rows.append([student, "TOTAL", total, most, "", "", kept[student]])
+            missing = sum(1 for who, _ in failed if who == student)
+            status = f"incomplete: {missing} not graded" if missing else "graded"
+            rows.append([student, "TOTAL", total, most, "", "", kept[student], status])
         return csv_files.write(path, rows)
 
     def export_lms(self, kind: str, roster: Path, path: Path) -> Path:
-        """Canvas's or Moodle's grade import (autograder/instructor/lms.py), late penalties applied;
-        the roster report and unreadable hand-in times go into the problems."""
-        found = lms.export(self.workspace, self.scores(), roster, path, kind)
+        """Canvas's or Moodle's grade import (autograder/instructor/lms.py), late penalties applied,
+        without the gradings that did not finish; the roster report, the gradings left out and
+        unreadable hand-in times go into the problems."""
+        found = lms.export(self.workspace, self.scores(), roster, path, kind, self.failures())
         self.problems += [problem for problem in found if problem not in self.problems]  # once per run
         return path
 

@@ -95,11 +95,20 @@ class Graded:
     seconds: float = 0.0
     judge_seconds: float = 0.0
     failure: str | None = None  # why grading stopped, when it did: no score was recorded
+    # the failure is the grader's own (the sandbox, the kernel's start, its imports), not the
+    # submission's (a kernel it ended, a cell that ignored the time limit's interrupt)
+    grader_failed: bool = False
 
     @property
     def score(self) -> tuple[float, float]:
         """(points, most points) over the submission's test cells."""
         return sum(s for s, _ in self.scores.values()), sum(m for _, m in self.scores.values())
+
+
+def grader_failed(error: BaseException) -> bool:
+    """Whether ``error``, which stopped a grading, is the grader's fault: anything but the
+    kernel stopping at a cell of the submission (``GradingStopped``)."""
+    return not isinstance(error, GradingStopped)
 
 
 def failure_reason(error: BaseException) -> str:
@@ -158,20 +167,22 @@ def grade(setup: Setup, lesson: str, student: str) -> Graded:
     flagged = [flag for path in sorted(folder.glob("*.ipynb")) for flag in flags(nbformat.read(path, 4))]
     problems = [Problem(student, lesson, f"flagged, cell {flag.cell}: {flag.reason}") for flag in flagged]
 
-    def failed(failure: str) -> Graded:
-        problems.append(Problem(student, lesson, f"autograding failed: {failure}"))
+    def failed(failure: str, ours: bool) -> Graded:
+        whose = " (the grader's fault, not the submission's: no score)" if ours else ""
+        problems.append(Problem(student, lesson, f"autograding failed{whose}: {failure}"))
+        seconds = time.perf_counter() - start
         return Graded(
-            lesson, student, {}, problems, flagged, seconds=time.perf_counter() - start, failure=failure
+            lesson, student, {}, problems, flagged, seconds=seconds, failure=failure, grader_failed=ours
         )
 
     if setup.sandbox is not None and (reason := _sandbox_problem()) is not None:
-        return failed(f"cannot grade in the sandbox on this machine: {reason}")
+        return failed(f"cannot grade in the sandbox on this machine: {reason}", ours=True)
     if setup.sandbox is not None:  # lesson 12's C++, built by the grader where kernels only read it
         cache = shared_cache(setup.workspace)  # each build within its cell's time, counted in this grade's
         prebuild(folder, lesson, cache, setup.sandbox, setup.cell_timeout_s, hidden=(setup.workspace,))
     app = _autograde(setup, lesson, student)
     if app.failure is not None:
-        return failed(failure_reason(app.failure))
+        return failed(failure_reason(app.failure), grader_failed(app.failure))
 
     scores, overruled, seen, judge_seconds = {}, {}, {}, 0.0
     for nb in app.graded:

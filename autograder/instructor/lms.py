@@ -258,16 +258,32 @@ def canvas_ids(workspace: Path) -> dict[str, int]:
     return dict(table)
 
 
-def export(workspace: Path, scores: Scores, roster_file: Path, out: Path, lms: str) -> list[Problem]:
+def export(
+    workspace: Path,
+    scores: Scores,
+    roster_file: Path,
+    out: Path,
+    lms: str,
+    failed: dict[tuple[str, str], str] | None = None,
+) -> list[Problem]:
     """The grades in ``scores`` ((student, lesson) -> (score, max), as Pipeline.scores gives them),
     late penalties applied, written to ``out`` for ``lms`` ("canvas", "moodle-email" or
-    "moodle-id_number"); returns the problems to report: hand-in times that could not be read,
-    and the roster report."""
+    "moodle-id_number"); returns the problems to report: the gradings left out because they did
+    not finish (``failed``: (student, lesson) -> why), hand-in times that could not be read,
+    and the roster report. A grading that did not finish is no score: its cell is left empty,
+    so that the LMS keeps what it holds."""
     if lms not in ("canvas", "moodle-email", "moodle-id_number"):
         raise ValueError(f"lms is {lms!r}; expected canvas, moodle-email or moodle-id_number")
+    failed = failed or {}
     policy = late.load(workspace)
     roster = read_roster(roster_file)
+    left_out = [
+        Problem(*key, f"grading did not finish, left out of the export (grade it again): {why}")
+        for key, why in sorted(failed.items())
+    ]
+    scores = {key: value for key, value in scores.items() if key not in failed}
     handed, problems = late.handed_times(workspace / "submitted", list(scores), policy.zone)
+    problems = left_out + problems
     graded = apply_late(scores, handed, policy)
     problems += [
         Problem(*key, "late by the files' own time only, not deducted: check when it was handed in")

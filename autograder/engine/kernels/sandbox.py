@@ -307,10 +307,28 @@ def problem() -> str | None:
     return None
 
 
+def course_folders() -> list[Path]:
+    """The folders ``import autograder`` is answered from: the grader's own (``ROOT``), and any
+    other that a finder of this interpreter answers with. A kernel starts in the submission's
+    folder, where the checkout is not on its path, and imports the course as the environment's
+    finders say: an editable install may point at another checkout than the grader's."""
+    found = [ROOT]
+    for finder in sys.meta_path:
+        spec = finder.find_spec("autograder", None) if hasattr(finder, "find_spec") else None
+        if spec is not None and spec.origin:
+            found.append(Path(spec.origin).resolve().parents[1])
+    return found
+
+
 def needed() -> list[Path]:
-    """What the kernel must read even where it lies under /tmp: the repository, the Python
-    environment and the interpreter's own installation."""
-    folders = [ROOT, Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent.parent]
+    """What the kernel must read even where it lies under /tmp or a home folder: the folders the
+    course is imported from, the Python environment and the interpreter's own installation."""
+    folders = [
+        *course_folders(),
+        Path(sys.prefix),
+        Path(sys.base_prefix),
+        Path(sys.executable).resolve().parent.parent,
+    ]
     return list(dict.fromkeys(folder.resolve() for folder in folders))
 
 
