@@ -252,9 +252,11 @@ def test_greedy_decoding_written_for_one_sentence_is_named_whether_it_crashes_or
     with pytest.raises(
         CheckFailure, match=r"returned one row for a batch of B = 3 .* written for a batch of one"
     ):
-        greedy.compare_greedy(
-            first_row_only, model, src, src_mask, 6, 1, expected=greedy_decode(model, src, src_mask, 6, 1)
-        )
+
+        def expected():  # the answer, computed only after the learner's call (checks/answers.py)
+            return greedy_decode(model, src, src_mask, 6, 1)
+
+        greedy.compare_greedy(first_row_only, model, src, src_mask, 6, 1, expected=expected)
     with pytest.raises(CheckFailure, match=r"greedy_decode raised RuntimeError for a batch of B = 3"):
         greedy.check_greedy_values(first_row_only)  # the stand-in model cannot broadcast [1, t] to B rows
     with pytest.raises(CheckFailure) as other:  # wrong for one source as well: no batch-of-one claim

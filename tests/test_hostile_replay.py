@@ -19,6 +19,7 @@ looks for its own correct answer there on every call.
 """
 
 import contextlib
+import inspect
 import sys
 from collections.abc import Iterator
 from types import SimpleNamespace
@@ -200,27 +201,42 @@ class _Spy:
 
 
 def _equal(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and a.dtype == b.dtype and torch.equal(a.detach(), b.detach())
+    """The same values (for floats, as close as two oracles computing the same thing get)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point():
+        return torch.allclose(a.detach(), b.detach(), rtol=1e-6, atol=1e-9, equal_nan=True)
+    return torch.equal(a.detach(), b.detach())
 
 
 def _spied_on(spy: _Spy, exercise: str):
+    """The reference's function, or its class with every method of its own spied on (what the
+    learner's code returns from encode or decode is its own, not an answer of the checks')."""
     import solutions
 
     reference = getattr(solutions, exercise)
-    if isinstance(reference, type):
-        return type(f"Spied{exercise}", (reference,), {"forward": spy(reference.forward)})
-    return spy(reference)
+    if not isinstance(reference, type):
+        return spy(reference)
+    methods = {name: spy(method) for name, method in vars(reference).items() if inspect.isfunction(method)}
+    methods.pop("__init__", None)
+    return type(f"Spied{exercise}", (reference,), methods)
 
 
-CLEAN = ["scaled_dot_product_attention"]
+# every exercise whose answers are tensors, but lesson 12's C++ ones (autograder/checks/libtorch.py's);
+# rate's are numbers, and train_step's and train_loop's are losses and trained weights
+NOT_TENSORS = {"rate", "train_step", "train_loop"}
+EXERCISES = sorted(e for e in CHECKS if not e.startswith("Cpp") and e not in NOT_TENSORS)
+# checks whose answer is their own input, by design: merge_heads(split_heads(x)) must give x back
+ROUND_TRIPS = {"test_merge_heads_round_trip"}
 
 
-@pytest.mark.parametrize("exercise", CLEAN)
+@pytest.mark.parametrize("exercise", EXERCISES)
 def test_no_check_leaves_an_answer_where_the_learners_code_runs(exercise):
     spy = _Spy()
     implementation = _spied_on(spy, exercise)
-    for check in (*CHECKS[exercise], *HIDDEN[exercise]):
-        check(implementation)
+    for check in (*CHECKS[exercise], *HIDDEN.get(exercise, ())):
+        if check.args[0].grade_id not in ROUND_TRIPS:  # the test cell's (grading.run's arguments)
+            check(implementation)
     assert spy.found == []
 
 

@@ -8,6 +8,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from autograder.checks import core
+from autograder.checks.answers import Expected
 from autograder.checks.device import random_mask, random_tensor
 
 # ---------------------------------------------------------------------------------------
@@ -146,21 +147,23 @@ def run_blockwise(fn, q, k, v, mask=None, block_size=64) -> torch.Tensor:
         return core.output(BLOCKWISE, fn, inputs)
 
 
-def compare_blockwise(fn, q, k, v, mask=None, block_size=64, expected=None, where="", advice="") -> None:
-    """The learner's output against ``expected`` (default: ``blockwise_expected``), a known mistake
-    named by its output on the same inputs; ``where`` adds to what the inputs were, ``advice`` ends
-    a message that names no mistake."""
+def compare_blockwise(
+    fn, q, k, v, mask=None, block_size=64, expected: Expected | None = None, where="", advice=""
+) -> None:
+    """The learner's output against ``expected()`` (default: ``blockwise_expected``), computed after
+    the learner's call, a known mistake named by its output on the same inputs; ``where`` adds to
+    what the inputs were, ``advice`` ends a message that names no mistake."""
     try:
         out = run_blockwise(fn, q, k, v, mask, block_size)
     except core.CheckFailure as failure:
         _name_mask_crash(fn, failure, q, k, v, mask, block_size)
         raise
-    expected = blockwise_expected(q, k, v, mask) if expected is None else expected
+    right = blockwise_expected(q, k, v, mask) if expected is None else expected()
     mistakes = core.mistake_outputs(BLOCKWISE_MISTAKES, q, k, v, mask, block_size)
     blocks = -(-k.size(-2) // block_size)
     plural = "s" if blocks > 1 else ""
     said = f" That was with block_size = {block_size} ({blocks} block{plural} of keys){where}."
-    core.expect_close(BLOCKWISE, "the output", out, expected, OUT, mistakes, said + advice)
+    core.expect_close(BLOCKWISE, "the output", out, right, OUT, mistakes, said + advice)
 
 
 def _name_mask_crash(fn, failure: core.CheckFailure, q, k, v, mask, block_size: int) -> None:

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from autograder.checks import core, greedy
+from autograder.checks.answers import Expected
 from autograder.checks.decoder_step import STEP, compare_steps, reference_step, step_case
 from autograder.checks.device import DEVICE
 from autograder.checks.stand_in_decoder import (
@@ -325,14 +326,16 @@ def _mistake_runs(args) -> list[tuple[core.Mistake, object, torch.Tensor | None]
     return runs
 
 
-def compare_cached(fn, model, src, src_mask, max_len, start_symbol, end_symbol=None, expected=None) -> None:
-    """The learner's tokens against ``expected`` (default: full recomputation over model.decode,
-    greedy.step_by_step), then, where the learner's code called model.generator on all rows once
-    per step, its log-probabilities against full recomputation's; a known mistake is named by both."""
+def compare_cached(
+    fn, model, src, src_mask, max_len, start_symbol, end_symbol=None, expected: Expected | None = None
+) -> None:
+    """The learner's tokens against ``expected()`` (default: full recomputation over model.decode,
+    greedy.step_by_step), computed after the learner's call; then, where the learner's code called
+    model.generator on all rows once per step, its log-probabilities against full recomputation's;
+    a known mistake is named by both."""
     args = (model, src, src_mask, max_len, start_symbol, end_symbol)
     out, calls, work = run_cached(fn, *args)
-    if expected is None:
-        expected = greedy.step_by_step(*args)
+    expected = greedy.step_by_step(*args) if expected is None else expected()
     mine = _stacked(calls, src.size(0))
     right_tokens = (
         out.dtype == torch.long and out.shape == expected.shape and torch.equal(out, expected.to(out.device))

@@ -6,8 +6,9 @@ import math
 import torch
 
 from autograder.checks import core
+from autograder.checks.answers import Expected, torch_answer
 from autograder.checks.device import DEVICE, DTYPE
-from autograder.checks.oracles import decoder_layer_state, plain_torch, torch_key_padding_mask, torch_layer
+from autograder.checks.oracles import decoder_layer_state, torch_key_padding_mask, torch_layer
 from autograder.checks.stand_in_decoder import (
     StandInDecoderLayer,
     attention,
@@ -114,12 +115,25 @@ def reference_step(layer, x, memory_kv, src_mask, cache):
 
 class _Case:
     """A decoder layer, its inputs x [B, T, D] and memory [B, S, D] with a padded source row,
-    and what full recomputation gives: the states [B, T, D] and the keys and values [B, h, T, d_k]."""
+    and what full recomputation gives: the states [B, T, D] and the keys and values [B, h, T, d_k],
+    computed on each use and never kept (no answer within the learner's reach: answers.py)."""
 
-    def __init__(self, layer, x, memory, src_mask, states, keys, values):
+    def __init__(self, layer, x, memory, src_mask, states: Expected):
         self.layer, self.x, self.memory, self.src_mask = layer, x, memory, src_mask
-        self.states, self.keys, self.values = states, keys, values
+        self._states = states
         self.memory_kv = memory_kv_of(layer, memory)
+
+    @property
+    def states(self) -> torch.Tensor:
+        return self._states()
+
+    @property
+    def keys(self) -> torch.Tensor:
+        return full_keys_values(self.layer, self.x)[0]
+
+    @property
+    def values(self) -> torch.Tensor:
+        return full_keys_values(self.layer, self.x)[1]
 
 
 def full_keys_values(layer, x) -> tuple[torch.Tensor, torch.Tensor]:
@@ -145,14 +159,13 @@ def step_case(seed: int, norm_first: bool, batch=2, t_tgt=4, t_src=5, d_model=8,
     src_mask = src_mask.to(DEVICE)
     # PyTorch's causal attn_mask: True where a key may NOT be attended to (after the query)
     future = torch.ones(t_tgt, t_tgt, dtype=torch.bool, device=DEVICE).triu(1)
-    with plain_torch():
-        states = oracle(x, memory, tgt_mask=future, memory_key_padding_mask=torch_key_padding_mask(src_mask))
-    return _Case(layer, x, memory, src_mask, states, *full_keys_values(layer, x))
+    masks = {"tgt_mask": future, "memory_key_padding_mask": torch_key_padding_mask(src_mask)}
+    return _Case(layer, x, memory, src_mask, torch_answer(oracle, x, memory, **masks))
 
 
-def case_from(layer, x, memory, src_mask, states) -> _Case:
+def case_from(layer, x, memory, src_mask, states: Expected) -> _Case:
     """A case on any decoder layer with the contract's names (the hidden tests' reference layer)."""
-    return _Case(layer, x, memory, src_mask, states, *full_keys_values(layer, x))
+    return _Case(layer, x, memory, src_mask, states)
 
 
 def _steps(exercise_fn, case: _Case, learner: bool):
@@ -262,7 +275,7 @@ def compare_steps(fn, case: _Case) -> None:
         "step, an empty cache) points at the sub-layers: residuals, LayerNorms, cross-attention; "
         "right at T = 0 but wrong from T = 1 on points at how the cache is stored and used."
     )
-    if not core.same(states, case.states):  # the known mistakes are computed only when needed
+    if not core.same(states, right := case.states):  # the known mistakes are computed only when needed
         mistake = _matching_step_mistake(states, caches, case)
         if mistake is not None:
             raise core.CheckFailure(mistake.message(STEP))
@@ -272,10 +285,11 @@ def compare_steps(fn, case: _Case) -> None:
                 f" After steps 1..{len(caches)} your cache['k'] held {list(held)} positions; after step t "
                 f"it must hold all t, {CACHE} with t = {list(wanted)}."
             )
-        core.expect_close(STEP, "the stacked output of steps 1..T", states, case.states, STATES, (), where)
-    batch, n_heads, _, d_k = case.keys.shape
+        core.expect_close(STEP, "the stacked output of steps 1..T", states, right, STATES, (), where)
+    keys, values = full_keys_values(case.layer, case.x)
+    batch, n_heads, _, d_k = keys.shape
     for t, cache in enumerate(caches, start=1):
-        for name, full in (("k", case.keys), ("v", case.values)):
+        for name, full in (("k", keys), ("v", values)):
             if cache.get(name) is None:
                 raise core.CheckFailure(
                     f"{STEP}: after step t = {t} the returned cache has no {name!r}; store the keys and "

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from autograder.checks import core
+from autograder.checks.answers import Expected, answer
 from autograder.checks.device import DEVICE, DTYPE, random_tensor
 
 EXERCISE = "Embedding"
@@ -55,11 +56,12 @@ def _module(cls, vocab_size: int, d_model: int):
     return module
 
 
-def compare(module, tokens: torch.Tensor, expected: torch.Tensor) -> None:
-    """The learner's output against ``expected``, naming a known mistake when it matches one."""
+def compare(module, tokens: torch.Tensor, expected: Expected) -> None:
+    """The learner's output against ``expected()`` (computed after the learner's call), naming a
+    known mistake when it matches one."""
     out = core.output(EXERCISE, module, {"tokens": tokens})
     wrong = core.mistake_outputs(MISTAKES, module, tokens)
-    core.expect_close(EXERCISE, "the output", out, expected, OUT, wrong)
+    core.expect_close(EXERCISE, "the output", out, expected(), OUT, wrong)
 
 
 def check_embedding_shapes(cls) -> None:
@@ -85,9 +87,7 @@ def check_embedding_values(cls) -> None:
     module = _module(cls, V, D)
     core.load_weights(EXERCISE, module, {"lut.weight": oracle.weight.detach().clone()})
     tokens = tokens_for(B, T, V, torch.Generator().manual_seed(2))
-    with torch.no_grad():
-        expected = oracle(tokens) * math.sqrt(D)
-    compare(module, tokens, expected)
+    compare(module, tokens, answer(lambda: oracle(tokens) * math.sqrt(D)))
     core.passed(f"{EXERCISE} equals torch's nn.Embedding (same weights) times sqrt(d_model) = sqrt({D})")
 
 

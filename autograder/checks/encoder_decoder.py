@@ -23,12 +23,12 @@ import torch
 from torch import nn
 
 from autograder.checks import core
+from autograder.checks.answers import Expected, torch_answer
 from autograder.checks.device import DEVICE, exact_matmul, random_tensor
 from autograder.checks.oracles import (
     causal,
     decoder_layer_state,
     encoder_layer_state,
-    plain_torch,
     stack_state,
     torch_key_padding_mask,
     torch_layer,
@@ -246,37 +246,33 @@ def _run_decoder(exercise, module, target, mistakes, x, memory, src_mask=None, t
         raise
 
 
-def compare_encoder_layer(layer, norm_first: bool, x, src_mask, expected) -> None:
-    """The learner's EncoderLayer (weights loaded) against ``expected``, naming a known mistake."""
+def compare_encoder_layer(layer, norm_first: bool, x, src_mask, expected: Expected) -> None:
+    """The learner's EncoderLayer (weights loaded) against ``expected()`` (computed after the
+    learner's call), naming a known mistake."""
     out = _output("EncoderLayer", layer, x, src_mask)
     wrong = core.mistake_outputs(ENCODER_LAYER_MISTAKES, _AsBuilt(layer, norm_first), x, src_mask)
-    core.expect_close("EncoderLayer", "the output", out, expected, ENC_OUT, wrong)
+    core.expect_close("EncoderLayer", "the output", out, expected(), ENC_OUT, wrong)
 
 
-def compare_decoder_layer(layer, norm_first: bool, x, memory, src_mask, tgt_mask, expected) -> None:
-    """The learner's DecoderLayer (weights loaded) against ``expected``, naming a known mistake."""
+def compare_decoder_layer(layer, norm_first: bool, x, memory, src_mask, tgt_mask, expected: Expected) -> None:
+    """The learner's DecoderLayer (weights loaded) against ``expected()`` (computed after the
+    learner's call), naming a known mistake."""
     target = _AsBuilt(layer, norm_first)
     out = _run_decoder("DecoderLayer", layer, target, DECODER_LAYER_MISTAKES, x, memory, src_mask, tgt_mask)
     wrong = core.mistake_outputs(DECODER_LAYER_MISTAKES, target, x, memory, src_mask, tgt_mask)
-    core.expect_close("DecoderLayer", "the output", out, expected, DEC_OUT, wrong)
+    core.expect_close("DecoderLayer", "the output", out, expected(), DEC_OUT, wrong)
 
 
-def compare_encoder(stack, x, src_mask, expected) -> None:
+def compare_encoder(stack, x, src_mask, expected: Expected) -> None:
     out = _output("Encoder", stack, x, src_mask)
-    core.expect_close(
-        "Encoder",
-        "the output",
-        out,
-        expected,
-        ENC_OUT,
-        core.mistake_outputs(ENCODER_MISTAKES, stack, x, src_mask),
-    )
+    wrong = core.mistake_outputs(ENCODER_MISTAKES, stack, x, src_mask)
+    core.expect_close("Encoder", "the output", out, expected(), ENC_OUT, wrong)
 
 
-def compare_decoder(stack, x, memory, src_mask, tgt_mask, expected) -> None:
+def compare_decoder(stack, x, memory, src_mask, tgt_mask, expected: Expected) -> None:
     out = _run_decoder("Decoder", stack, stack, DECODER_MISTAKES, x, memory, src_mask, tgt_mask)
     wrong = core.mistake_outputs(DECODER_MISTAKES, stack, x, memory, src_mask, tgt_mask)
-    core.expect_close("Decoder", "the output", out, expected, DEC_OUT, wrong)
+    core.expect_close("Decoder", "the output", out, expected(), DEC_OUT, wrong)
 
 
 def _layer(cls, exercise: str, norm_first: bool, state: dict) -> nn.Module:
@@ -315,9 +311,7 @@ def _encoder_layer_against_torch(cls, norm_first: bool, seed: int, masked: bool)
         }
     else:
         mask, torch_masks = None, {}
-    with plain_torch():
-        expected = oracle(x, **torch_masks)
-    compare_encoder_layer(layer, norm_first, x, mask, expected)
+    compare_encoder_layer(layer, norm_first, x, mask, torch_answer(oracle, x, **torch_masks))
     return layer, x, mask
 
 
@@ -381,9 +375,9 @@ def _decoder_layer_against_torch(cls, norm_first: bool, seed: int, masked: bool)
     else:
         src_mask = tgt_mask = None
         torch_masks = {}
-    with plain_torch():
-        expected = oracle(x, memory, **torch_masks)
-    compare_decoder_layer(layer, norm_first, x, memory, src_mask, tgt_mask, expected)
+    compare_decoder_layer(
+        layer, norm_first, x, memory, src_mask, tgt_mask, torch_answer(oracle, x, memory, **torch_masks)
+    )
     return layer, x, memory, src_mask, tgt_mask
 
 
@@ -477,6 +471,13 @@ def _first_layer_fails(exercise: str, layer_name: str, norm_first: bool, problem
     )
 
 
+def _matches(mine: Any, expected: Expected) -> bool:
+    """Whether the learner's first layer gave what ``expected()`` gives (computed only now, and
+    kept nowhere the learner's later calls could read it)."""
+    first = expected()
+    return isinstance(mine, torch.Tensor) and mine.shape == first.shape and torch.allclose(mine, first)
+
+
 def check_encoder_values(cls) -> None:
     """Equal to nn.TransformerEncoder (2 layers, final nn.LayerNorm), Post-LN and Pre-LN, with src_mask."""
     for norm_first, seed in ((False, 100), (True, 110)):
@@ -485,9 +486,7 @@ def check_encoder_values(cls) -> None:
         check_stack_structure("Encoder", stack, N_LAYERS)
         core.load_weights("Encoder", stack, stack_state(oracle))
         x, padding = _encoder_inputs(seed + 1)
-        with plain_torch():
-            first = oracle.layers[0](x, src_key_padding_mask=torch_key_padding_mask(padding))
-            expected = oracle(x, src_key_padding_mask=torch_key_padding_mask(padding))
+        torch_masks = {"src_key_padding_mask": torch_key_padding_mask(padding)}
         try:
             with torch.no_grad(), exact_matmul():
                 mine = stack.layers[0](x, padding)
@@ -495,9 +494,9 @@ def check_encoder_values(cls) -> None:
             raise _first_layer_fails(
                 "Encoder", "EncoderLayer", norm_first, "raises an error where"
             ) from error
-        if not (isinstance(mine, torch.Tensor) and mine.shape == first.shape and torch.allclose(mine, first)):
+        if not _matches(mine, torch_answer(oracle.layers[0], x, **torch_masks)):
             raise _first_layer_fails("Encoder", "EncoderLayer", norm_first, "does not compute what")
-        compare_encoder(stack, x, padding, expected)
+        compare_encoder(stack, x, padding, torch_answer(oracle, x, **torch_masks))
     core.passed("Encoder equals torch's nn.TransformerEncoder with a final LayerNorm, Post-LN and Pre-LN")
 
 
@@ -515,9 +514,6 @@ def check_decoder_values(cls) -> None:
             "tgt_key_padding_mask": torch_key_padding_mask(tgt_padding),
             "memory_key_padding_mask": torch_key_padding_mask(src_padding),
         }
-        with plain_torch():
-            first = oracle.layers[0](x, memory, **torch_masks)
-            expected = oracle(x, memory, **torch_masks)
         try:
             with torch.no_grad(), exact_matmul():
                 mine = stack.layers[0](x, memory, src_mask, tgt_mask)
@@ -525,9 +521,9 @@ def check_decoder_values(cls) -> None:
             raise _first_layer_fails(
                 "Decoder", "DecoderLayer", norm_first, "raises an error where"
             ) from error
-        if not (isinstance(mine, torch.Tensor) and mine.shape == first.shape and torch.allclose(mine, first)):
+        if not _matches(mine, torch_answer(oracle.layers[0], x, memory, **torch_masks)):
             raise _first_layer_fails("Decoder", "DecoderLayer", norm_first, "does not compute what")
-        compare_decoder(stack, x, memory, src_mask, tgt_mask, expected)
+        compare_decoder(stack, x, memory, src_mask, tgt_mask, torch_answer(oracle, x, memory, **torch_masks))
     core.passed("Decoder equals torch's nn.TransformerDecoder with a final LayerNorm, Post-LN and Pre-LN")
 
 

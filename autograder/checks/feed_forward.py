@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from autograder.checks import core
+from autograder.checks.answers import Expected, answer
 from autograder.checks.device import random_tensor
 from autograder.checks.oracles import feed_forward_state, torch_layer
 
@@ -75,13 +76,13 @@ def torch_feed_forward(layer, x: torch.Tensor) -> torch.Tensor:
         return layer.linear2(layer.activation(layer.linear1(x)))
 
 
-def compare(module, activation: str, x, expected) -> None:
-    """The learner's module (built for ``activation``) on x against ``expected``, naming the
-    mistake the output matches."""
+def compare(module, activation: str, x, expected: Expected) -> None:
+    """The learner's module (built for ``activation``) on x against ``expected()`` (computed after
+    the learner's call), naming the mistake the output matches."""
     out = core.output(EXERCISE, module, {"x": x})
     stand_in = SimpleNamespace(linear1=module.linear1, linear2=module.linear2, activation=activation)
     wrong = core.mistake_outputs(MISTAKES, stand_in, x)
-    core.expect_close(EXERCISE, f"the output (activation={activation!r})", out, expected, X, wrong)
+    core.expect_close(EXERCISE, f"the output (activation={activation!r})", out, expected(), X, wrong)
 
 
 def build_with(cls, d_model: int, d_ff: int, activation: str | None, state=None):
@@ -121,7 +122,7 @@ def _check_activation(cls, activation: str | None, seed: int) -> None:
     layer = torch_encoder_layer(D, D_FF, name, seed=seed)
     module = build_with(cls, D, D_FF, activation, feed_forward_state(layer))
     x = random_tensor(B, T, D, seed=seed + 10, scale=2.0)
-    compare(module, name, x, torch_feed_forward(layer, x))
+    compare(module, name, x, answer(torch_feed_forward, layer, x))
 
 
 def check_feed_forward_relu(cls) -> None:

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from autograder.checks import core, oracles
+from autograder.checks.answers import Expected
 from autograder.checks.device import DEVICE, DTYPE, exact_matmul
 
 GREEDY = "greedy_decode"
@@ -262,12 +263,14 @@ def _greedy_message(mistakes, actual):
     return None
 
 
-def compare_greedy(fn, model, src, src_mask, max_len, start_symbol, end_symbol=None, expected=None) -> None:
-    """The learner's tokens against ``expected`` (default: the step-by-step oracle), naming a mistake."""
+def compare_greedy(
+    fn, model, src, src_mask, max_len, start_symbol, end_symbol=None, expected: Expected | None = None
+) -> None:
+    """The learner's tokens against ``expected()`` (default: the step-by-step oracle), computed after
+    the learner's call, naming a mistake."""
     args = (model, src, src_mask, max_len, start_symbol, end_symbol)
     out = run_greedy(fn, *args)
-    if expected is None:
-        expected = step_by_step(*args)
+    expected = step_by_step(*args) if expected is None else expected()
     if _same_tokens(out, expected):
         return
     wrong = core.mistake_outputs(GREEDY_MISTAKES, *args)

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from autograder.checks import core
+from autograder.checks.answers import Expected, answer
 from autograder.checks.device import DEVICE, DTYPE, random_tensor
 from autograder.checks.oracles import layer_norm_state
 
@@ -101,11 +102,12 @@ def _stand_in(module, eps: float) -> SimpleNamespace:
     return SimpleNamespace(gamma=module.gamma, beta=module.beta, eps=eps)
 
 
-def compare(module, x, expected, eps: float, what: str = "the output") -> None:
-    """The learner's module on x against ``expected``, naming the mistake the output matches."""
+def compare(module, x, expected: Expected, eps: float, what: str = "the output") -> None:
+    """The learner's module on x against ``expected()`` (computed after the learner's call),
+    naming the mistake the output matches."""
     out = core.output(EXERCISE, module, {"x": x})
     wrong = core.mistake_outputs(MISTAKES, _stand_in(module, eps), x)
-    core.expect_close(EXERCISE, what, out, expected, X, wrong)
+    core.expect_close(EXERCISE, what, out, expected(), X, wrong)
 
 
 def build_with(cls, d_model: int, eps: float | None, state=None):
@@ -150,9 +152,7 @@ def check_layer_norm_matches_torch(cls) -> None:
     for eps, seed in ((None, 12), (0.1, 14)):
         norm = torch_layer_norm(D, 1e-5 if eps is None else eps, seed=seed)
         module = build_with(cls, D, eps, layer_norm_state(norm))
-        with torch.no_grad():
-            expected = norm(x)
-        compare(module, x, expected, norm.eps, what=f"the output (eps={norm.eps:g})")
+        compare(module, x, answer(norm, x), norm.eps, what=f"the output (eps={norm.eps:g})")
     core.passed(
         f"{EXERCISE} equals torch's nn.LayerNorm (weight -> gamma, bias -> beta) at eps=1e-5 and eps=0.1"
     )
@@ -194,9 +194,7 @@ def check_layer_norm_large_mean(cls) -> None:
     x = shifted_input((B, T, D), torch.Generator().manual_seed(30))
     norm = torch_layer_norm(D, 1e-5, seed=31)
     module = build_with(cls, D, None, layer_norm_state(norm))
-    with torch.no_grad():
-        expected = norm(x)
-    compare(module, x, expected, 1e-5)
+    compare(module, x, answer(norm, x), 1e-5)
     core.passed(f"{EXERCISE} stays exact for inputs with a large mean (~1e5) and a small spread (< 1)")
 
 

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from autograder.checks import core
+from autograder.checks.answers import Expected
 from autograder.checks.device import DEVICE
 
 CAUSAL, PADDING, DECODER = "causal_mask", "padding_mask", "decoder_mask"
@@ -172,13 +173,14 @@ PADDING_RULE = "The mask is True exactly where the token is not pad_id."
 DECODER_RULE = "Entry [b, 0, i, j] is True exactly where key j <= query i and token j of row b is not pad_id."
 
 
-def compare_causal(fn, size: int, expected: torch.Tensor | None = None) -> torch.Tensor:
-    """The learner's causal_mask(size, device=DEVICE) against ``expected`` (default: PyTorch's)."""
+def compare_causal(fn, size: int, expected: Expected | None = None) -> torch.Tensor:
+    """The learner's causal_mask(size, device=DEVICE) against ``expected()`` (default: PyTorch's),
+    computed after the learner's call."""
     core.expect_parameter(CAUSAL, fn, "device", "def causal_mask(size, device=None):")
     actual = core.call(CAUSAL, fn, size, device=DEVICE)
-    expected = expected_causal(size, DEVICE) if expected is None else expected
+    right = expected_causal(size, DEVICE) if expected is None else expected()
     mistakes = core.mistake_outputs(CAUSAL_MISTAKES, size, DEVICE)
-    compare_mask(CAUSAL, actual, expected, CAUSAL_LETTERS, mistakes, CAUSAL_RULE)
+    compare_mask(CAUSAL, actual, right, CAUSAL_LETTERS, mistakes, CAUSAL_RULE)
     core.expect_device(CAUSAL, "the mask", actual, DEVICE)
     return actual
 
@@ -205,22 +207,25 @@ TOKEN_MASKS = {
 }
 
 
-def _compare_token_mask(exercise: str, fn, tokens: torch.Tensor, pad_id: int, expected) -> None:
-    """The learner's ``exercise(tokens, pad_id)`` against ``expected`` (default: PyTorch's)."""
+def _compare_token_mask(
+    exercise: str, fn, tokens: torch.Tensor, pad_id: int, expected: Expected | None
+) -> None:
+    """The learner's ``exercise(tokens, pad_id)`` against ``expected()`` (default: PyTorch's),
+    computed after the learner's call."""
     oracle, mistakes, letters, rule = TOKEN_MASKS[exercise]
     actual = _run_tokens(exercise, fn, tokens, pad_id)
-    expected = oracle(tokens, pad_id) if expected is None else expected
-    compare_mask(exercise, actual, expected, letters, core.mistake_outputs(mistakes, tokens, pad_id), rule)
+    right = oracle(tokens, pad_id) if expected is None else expected()
+    compare_mask(exercise, actual, right, letters, core.mistake_outputs(mistakes, tokens, pad_id), rule)
     core.expect_device(exercise, "the mask", actual, tokens.device)
 
 
-def compare_padding(fn, tokens: torch.Tensor, pad_id: int, expected: torch.Tensor | None = None) -> None:
-    """The learner's padding_mask(tokens, pad_id) against ``expected`` (default: PyTorch's)."""
+def compare_padding(fn, tokens: torch.Tensor, pad_id: int, expected: Expected | None = None) -> None:
+    """The learner's padding_mask(tokens, pad_id) against ``expected()`` (default: PyTorch's)."""
     _compare_token_mask(PADDING, fn, tokens, pad_id, expected)
 
 
-def compare_decoder(fn, tokens: torch.Tensor, pad_id: int, expected: torch.Tensor | None = None) -> None:
-    """The learner's decoder_mask(tokens, pad_id) against ``expected`` (default: PyTorch's)."""
+def compare_decoder(fn, tokens: torch.Tensor, pad_id: int, expected: Expected | None = None) -> None:
+    """The learner's decoder_mask(tokens, pad_id) against ``expected()`` (default: PyTorch's)."""
     _compare_token_mask(DECODER, fn, tokens, pad_id, expected)
 
 

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from autograder.checks import core
+from autograder.checks.answers import Expected, answer
 from autograder.checks.device import exact_matmul, random_mask, random_tensor
 from autograder.checks.oracles import mha_state, torch_mha
 
@@ -72,12 +73,13 @@ SPLIT_MISTAKES = core.catalogue(
 )
 
 
-def compare_split(fn, x: torch.Tensor, n_heads: int, expected: torch.Tensor | None = None) -> None:
-    """Compare split_heads(x, n_heads) with ``expected`` (default: the block formula)."""
+def compare_split(fn, x: torch.Tensor, n_heads: int, expected: Expected | None = None) -> None:
+    """Compare split_heads(x, n_heads) with ``expected()`` (default: the block formula), computed
+    after the learner's call."""
     out = core.output(SPLIT_HEADS, fn, {"x": x, "n_heads": n_heads})
-    expected = _split_blocks(x, n_heads) if expected is None else expected
     wrong = core.mistake_outputs(SPLIT_MISTAKES, x, n_heads)
-    core.expect_close(SPLIT_HEADS, "the output", out, expected, SPLIT, wrong)
+    right = _split_blocks(x, n_heads) if expected is None else expected()
+    core.expect_close(SPLIT_HEADS, "the output", out, right, SPLIT, wrong)
     core.expect_dtype(SPLIT_HEADS, "the output", out, x.dtype)
     core.expect_device(SPLIT_HEADS, "the output", out, x.device)
 
@@ -129,12 +131,13 @@ MERGE_MISTAKES = core.catalogue(
 )
 
 
-def compare_merge(fn, x: torch.Tensor, expected: torch.Tensor | None = None) -> None:
-    """Compare merge_heads(x) with ``expected`` (default: the concatenation formula)."""
+def compare_merge(fn, x: torch.Tensor, expected: Expected | None = None) -> None:
+    """Compare merge_heads(x) with ``expected()`` (default: the concatenation formula), computed
+    after the learner's call."""
     out = core.output(MERGE_HEADS, fn, {"x": x})
-    expected = _merge_blocks(x) if expected is None else expected
     wrong = core.mistake_outputs(MERGE_MISTAKES, x)
-    core.expect_close(MERGE_HEADS, "the output", out, expected, MERGED, wrong)
+    right = _merge_blocks(x) if expected is None else expected()
+    core.expect_close(MERGE_HEADS, "the output", out, right, MERGED, wrong)
     core.expect_dtype(MERGE_HEADS, "the output", out, x.dtype)
     core.expect_device(MERGE_HEADS, "the output", out, x.device)
 
@@ -325,12 +328,14 @@ def _forward_named(module, n_heads, query, key, value, mask):
         raise
 
 
-def compare_mha(module, n_heads, query, key, value, mask, expected_out, expected_attn, keeps_attn=False):
-    """The learner's output against ``expected_out`` (naming a known mistake), and, with
-    ``keeps_attn``, the weights it keeps in ``self.attn`` against ``expected_attn``."""
+def compare_mha(module, n_heads, query, key, value, mask, expected: Expected, keeps_attn=False):
+    """The learner's output against the expected output (naming a known mistake), and, with
+    ``keeps_attn``, the weights it keeps in ``self.attn`` against the expected weights: the pair
+    ``expected()`` computes after the learner's call."""
     out = _forward_named(module, n_heads, query, key, value, mask)
     wrong = core.mistake_outputs(MHA_MISTAKES, _stand_in(module, n_heads), query, key, value, mask)
     attn = getattr(module, "attn", None)
+    expected_out, expected_attn = expected()
     where = (
         " Your self.attn weights are right, so look at what comes after them: weights @ v in each "
         "head, merging the heads, or w_o."
@@ -423,8 +428,7 @@ def check_mha_cross_attention(cls) -> None:
     module = core.build(MHA, cls, D, H)
     core.load_weights(MHA, module, state)
     query, key, value = _inputs(seed=310)
-    expected, weights = torch_expected(torch_module, query, key, value)
-    compare_mha(module, H, query, key, value, None, expected, weights)
+    compare_mha(module, H, query, key, value, None, answer(torch_expected, torch_module, query, key, value))
     core.passed(
         f"{MHA} equals nn.MultiheadAttention for cross-attention: query [B, T_q, D], key and value "
         f"[B, T_k, D], T_q={T_Q} != T_k={T_K}, output {MHA_OUT}"
@@ -440,8 +444,8 @@ def check_mha_mask(cls) -> None:
     core.load_weights(MHA, module, state)
     query, key, value = _inputs(seed=410)
     mask = random_mask(B, T_Q, T_K, seed=411)
-    expected, weights = torch_expected(torch_module, query, key, value, mask)
-    compare_mha(module, H, query, key, value, mask, expected, weights)
+    expected = answer(torch_expected, torch_module, query, key, value, mask)
+    compare_mha(module, H, query, key, value, mask, expected)
     moved_key, moved_value = key.clone(), value.clone()
     moved_key[:, -1] += 100.0  # the last key is masked for every query
     moved_value[:, -1] -= 100.0
@@ -461,8 +465,8 @@ def check_mha_attn(cls) -> None:
     core.load_weights(MHA, module, state)
     query, key, value = _inputs(seed=510)
     mask = random_mask(B, T_Q, T_K, seed=511)
-    expected, weights = torch_expected(torch_module, query, key, value, mask)
-    compare_mha(module, H, query, key, value, mask, expected, weights, keeps_attn=True)
+    expected = answer(torch_expected, torch_module, query, key, value, mask)
+    compare_mha(module, H, query, key, value, mask, expected, keeps_attn=True)
     core.passed(
         f"{MHA} keeps self.attn {MHA_ATTN} = {[B, H, T_Q, T_K]}, equal to nn.MultiheadAttention's "
         "weights with average_attn_weights=False"

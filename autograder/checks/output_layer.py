@@ -27,7 +27,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from autograder.checks import core, greedy
-from autograder.checks.device import DEVICE, DTYPE, exact_matmul, random_tensor
+from autograder.checks.answers import Expected, answer
+from autograder.checks.device import DEVICE, DTYPE, random_tensor
 from autograder.checks.oracles import (
     prefixed,
     randomize_,
@@ -71,11 +72,12 @@ def generator_module(cls, d_model: int, vocab_size: int):
     return module
 
 
-def compare_generator(module, x, expected) -> None:
-    """The learner's log-probabilities against ``expected``, naming a known mistake."""
+def compare_generator(module, x, expected: Expected) -> None:
+    """The learner's log-probabilities against ``expected()`` (computed after the learner's call),
+    naming a known mistake."""
     out = core.output(GENERATOR, module, {"x": x})
     wrong = core.mistake_outputs(GENERATOR_MISTAKES, module, x)
-    core.expect_close(GENERATOR, "the log-probabilities", out, expected, LOG_PROBS, wrong)
+    core.expect_close(GENERATOR, "the log-probabilities", out, expected(), LOG_PROBS, wrong)
     sums = out.exp().sum(-1)
     if not torch.allclose(sums, torch.ones_like(sums)):
         raise core.CheckFailure(
@@ -118,10 +120,9 @@ def _check_generator_against_oracle(cls, seed: int, scale: float = 1.0) -> torch
     oracle = _linear_oracle(G_D, G_V, seed=seed, scale=scale)
     module = _generator_with(cls, oracle)
     x = random_tensor(G_B, G_T, G_D, seed=seed + 1)
-    with torch.no_grad():
-        expected = F.log_softmax(oracle(x), dim=-1)
+    expected = answer(lambda: F.log_softmax(oracle(x), dim=-1))
     compare_generator(module, x, expected)
-    return expected
+    return expected()
 
 
 def check_generator_values(cls) -> None:
@@ -262,11 +263,14 @@ def transformer_forward(module, src, tgt, src_mask, tgt_mask) -> torch.Tensor:
         return core.output(TRANSFORMER, module, inputs, "forward's output")
 
 
-def compare_transformer(module, src, tgt, src_mask, tgt_mask, expected, what="forward's output") -> None:
-    """forward against ``expected`` [B, T_tgt, D], naming a known mistake when the output matches one."""
+def compare_transformer(
+    module, src, tgt, src_mask, tgt_mask, expected: Expected, what="forward's output"
+) -> None:
+    """forward against ``expected()`` [B, T_tgt, D] (computed after the learner's call), naming a
+    known mistake when the output matches one."""
     out = transformer_forward(module, src, tgt, src_mask, tgt_mask)
     wrong = core.mistake_outputs(TRANSFORMER_MISTAKES, module, src, tgt, src_mask, tgt_mask)
-    core.expect_close(TRANSFORMER, what, out, expected, STATES, wrong)
+    core.expect_close(TRANSFORMER, what, out, expected(), STATES, wrong)
 
 
 def expected_parameter_count(src_vocab, tgt_vocab, d_model, n_heads, d_ff, n_layers) -> dict[str, int]:
@@ -329,9 +333,10 @@ def check_transformer_consistency(cls) -> None:
     )
     with torch.no_grad():
         memory = call_model("encode's output", module.encode, src, src_mask)
-        expected = call_model("decode's output", module.decode, memory, src_mask, tgt, tgt_mask)
+        states = call_model("decode's output", module.decode, memory, src_mask, tgt, tgt_mask)
+    # the learner's own decode(encode(...)), not an answer of the checks'
     compare_transformer(
-        module, src, tgt, src_mask, tgt_mask, expected, "forward's output (against decode(encode(...)))"
+        module, src, tgt, src_mask, tgt_mask, lambda: states, "forward's output (against decode(encode(...)))"
     )
     core.passed(
         f"{TRANSFORMER}: forward(src, tgt, ...) equals decode(encode(src, src_mask), src_mask, tgt, tgt_mask)"
@@ -461,19 +466,24 @@ def check_transformer_values(cls) -> None:
     src, tgt, src_mask, tgt_mask = transformer_inputs(B, T_SRC, T_TGT, SRC_VOCAB, TGT_VOCAB, generator)
     src_padding, tgt_padding = ~src_mask[:, 0, 0, :], tgt == PAD
     causal = torch.ones(T_TGT, T_TGT, dtype=torch.bool, device=DEVICE).tril()
-    with torch.no_grad(), exact_matmul():
-        memory = encoder(src_lut(src) * math.sqrt(D_MODEL) + pe[:T_SRC], src_key_padding_mask=src_padding)
-        expected = decoder(
+
+    def oracle_memory() -> torch.Tensor:
+        return encoder(src_lut(src) * math.sqrt(D_MODEL) + pe[:T_SRC], src_key_padding_mask=src_padding)
+
+    def oracle_states() -> torch.Tensor:
+        return decoder(
             tgt_lut(tgt) * math.sqrt(D_MODEL) + pe[:T_TGT],
-            memory,
+            oracle_memory(),
             tgt_mask=~causal,
             tgt_key_padding_mask=tgt_padding,
             memory_key_padding_mask=src_padding,
         )
+
+    expected = answer(oracle_states)
     compare_transformer(module, src, tgt, src_mask, tgt_mask, expected)
     with torch.no_grad():
         mine = call_model("encode's output", module.encode, src, src_mask)
-    core.expect_close(TRANSFORMER, "encode's output (the memory)", mine, memory, MEMORY)
+    core.expect_close(TRANSFORMER, "encode's output (the memory)", mine, answer(oracle_memory)(), MEMORY)
     expect_no_dropout_in_eval(cls, transformer_args(), state, (src, tgt, src_mask, tgt_mask), expected)
     core.passed(
         f"{TRANSFORMER} equals torch's nn.TransformerEncoder/Decoder between nn.Embedding * sqrt(D) + the "
@@ -484,13 +494,14 @@ def check_transformer_values(cls) -> None:
 EVAL_DROPOUT = 0.3  # a model built with dropout must drop nothing after .eval()
 
 
-def expect_no_dropout_in_eval(cls, args: dict, state: dict, inputs: tuple, expected: torch.Tensor) -> None:
-    """The model built with ``args`` but dropout > 0, in eval mode, gives ``expected`` (dropout 0's
-    output) on two calls in a row: nothing dropped, nothing random."""
+def expect_no_dropout_in_eval(cls, args: dict, state: dict, inputs: tuple, expected: Expected) -> None:
+    """The model built with ``args`` but dropout > 0, in eval mode, gives ``expected()`` (dropout 0's
+    output, computed after the learner's calls) on two calls in a row: nothing dropped, nothing random."""
     module = transformer_module(cls, args | {"dropout": EVAL_DROPOUT})
     load_transformer(module, state)
     outputs = [transformer_forward(module, *inputs) for _ in range(2)]
-    if not all(core.same(out, expected) for out in outputs):
+    right = expected()
+    if not all(core.same(out, right) for out in outputs):
         changed = "the two calls differ" if not core.same(*outputs) else "both calls differ from dropout 0's"
         mistake = core.named(TRANSFORMER_MISTAKES, "dropout also in eval mode")
         raise core.CheckFailure(

@@ -14,6 +14,7 @@ import math
 import torch
 
 from autograder.checks import core
+from autograder.checks.answers import Expected, answer
 from autograder.checks.device import DEVICE, DTYPE, random_tensor
 
 TABLE = "sinusoidal_encoding"
@@ -112,11 +113,12 @@ def _table_values(what: str, exercise: str, table, expected: torch.Tensor, mista
     core.expect_close(exercise, what, table, expected, PE_LETTERS, mistakes)
 
 
-def compare_table(fn, max_len: int, d_model: int, expected: torch.Tensor | None = None) -> None:
-    """sinusoidal_encoding(max_len, d_model) against ``expected`` (default: the formula)."""
+def compare_table(fn, max_len: int, d_model: int, expected: Expected | None = None) -> None:
+    """sinusoidal_encoding(max_len, d_model) against ``expected()`` (default: the formula),
+    computed after the learner's call."""
     table = core.call(TABLE, fn, max_len, d_model)
-    expected = formula(max_len, d_model) if expected is None else expected
-    _table_values("the table", TABLE, table, expected, core.mistake_outputs(TABLE_MISTAKES, max_len, d_model))
+    right = formula(max_len, d_model) if expected is None else expected()
+    _table_values("the table", TABLE, table, right, core.mistake_outputs(TABLE_MISTAKES, max_len, d_model))
 
 
 def check_sinusoidal_shape(fn) -> None:
@@ -260,11 +262,12 @@ def _forward(module, x: torch.Tensor, mistakes=FORWARD_MISTAKES) -> torch.Tensor
     return core.expect_tensor(MODULE, "the output", out).detach()
 
 
-def compare_module(module, x: torch.Tensor, expected: torch.Tensor) -> None:
-    """The learner's forward against ``expected``, naming a known mistake when it matches one."""
+def compare_module(module, x: torch.Tensor, expected: Expected) -> None:
+    """The learner's forward against ``expected()`` (computed after the learner's call), naming a
+    known mistake when it matches one."""
     out = _forward(module, x)
     wrong = [(m, o) for m, o in _outcomes(module, x, FORWARD_MISTAKES) if isinstance(o, torch.Tensor)]
-    core.expect_close(MODULE, "the output", out, expected, X_LETTERS, wrong)
+    core.expect_close(MODULE, "the output", out, expected(), X_LETTERS, wrong)
 
 
 def table_of(module) -> torch.Tensor:
@@ -327,7 +330,7 @@ def check_positional_encoding_values(cls) -> None:
     """forward(x) = x + pe[:T] for T < max_len, in eval mode, with the formula's table in pe."""
     module = _module_with_table(cls, D, M)
     x = random_tensor(B, T, D, seed=3)
-    compare_module(module, x, x + formula(M, D)[:T])
+    compare_module(module, x, answer(lambda: x + formula(M, D)[:T]))
     core.passed(f"{MODULE} returns x + pe[:T] of shape {X_LETTERS} = [{B}, {T}, {D}] (max_len = {M})")
 
 
@@ -374,9 +377,10 @@ def check_positional_encoding_too_long(cls) -> None:
 def expect_dropout(module, x: torch.Tensor, p: float, seed: int) -> None:
     """With dropout p: eval mode adds the table and drops nothing; train mode zeroes entries of
     x + pe[:T] and scales the rest by 1 / (1 - p)."""
-    target = x + module.pe[: x.size(1)]
+    table = module.pe[: x.size(1)].detach().clone()  # the module's own, as it was before the call
     module.eval()
     out = _forward(module, x, [])
+    target = x + table
     if not torch.allclose(out, target):
         if _dropped_pattern(out, target):
             hint = core.named(DROPOUT_MISTAKES, "dropout also in eval mode").hint

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch.nn.utils.rnn import pad_sequence
 
 from autograder.checks import core, masking, oracles
+from autograder.checks.answers import Expected
 from autograder.checks.device import DEVICE, random_tensor
 
 MAKE_BATCH, LOSS, RATE, EXACT = "make_batch", "sequence_loss", "rate", "exact_match"
@@ -119,12 +120,14 @@ def _name_batch_mistake(batch: dict, mistakes: list[tuple[core.Mistake, object]]
             raise core.CheckFailure(mistake.message(MAKE_BATCH))
 
 
-def compare_batch(fn, sources, targets, pad_id, start_id, end_id, expected=None, values=True) -> dict:
-    """The learner's batch against ``expected`` (default: the oracle): dtypes and shapes, then (when
-    ``values``) the entries; a known mistake is named first."""
+def compare_batch(
+    fn, sources, targets, pad_id, start_id, end_id, expected: Expected | None = None, values=True
+) -> dict:
+    """The learner's batch against ``expected()`` (default: the oracle), computed after the learner's
+    call: dtypes and shapes, then (when ``values``) the entries; a known mistake is named first."""
     args = (sources, targets, pad_id, start_id, end_id)
     batch = run_batch(fn, *args)
-    expected = expected_batch(*args) if expected is None else expected
+    expected = expected_batch(*args) if expected is None else expected()
     if all(_same_tensor(batch[key], expected[key]) for key in BATCH_LETTERS):
         return batch
     form = all(
@@ -234,12 +237,13 @@ def loss_inputs(rows: list[list[int]], seed: int, vocab: int = LOSS_V) -> tuple[
     return torch.log_softmax(logits, dim=-1), target
 
 
-def compare_loss(fn, log_probs, target, pad_id: int, smoothing: float, expected=None) -> None:
-    """The learner's loss against ``expected`` (default: PyTorch's), naming a known mistake; then
-    that it carries a gradient back to log_probs."""
+def compare_loss(
+    fn, log_probs, target, pad_id: int, smoothing: float, expected: Expected | None = None
+) -> None:
+    """The learner's loss against ``expected()`` (default: PyTorch's), computed after the learner's
+    call, naming a known mistake; then that it carries a gradient back to log_probs."""
     inputs = {"log_probs": log_probs, "target": target, "pad_id": pad_id, "smoothing": smoothing}
     loss = core.output(LOSS, fn, inputs, "the loss")
-    expected = expected_loss(log_probs, target, pad_id, smoothing) if expected is None else expected
     if loss.dim() != 0:
         raise core.CheckFailure(
             f"{LOSS}: expected the loss as one number (a tensor of shape []), got shape {list(loss.shape)}: "
@@ -247,7 +251,9 @@ def compare_loss(fn, log_probs, target, pad_id: int, smoothing: float, expected=
         )
     mistakes = core.mistake_outputs(LOSS_MISTAKES, *inputs.values())
     where = f" (pad_id = {pad_id}, smoothing = {smoothing}){LOSS_RULE}"
-    core.expect_close(LOSS, "the loss", loss, expected, LOSS_LETTERS, mistakes, where)
+    right = expected_loss(log_probs, target, pad_id, smoothing) if expected is None else expected()
+    core.expect_close(LOSS, "the loss", loss, right, LOSS_LETTERS, mistakes, where)
+    del right  # the learner's code runs again below: no answer stays within its reach
     leaf = log_probs.detach().clone().requires_grad_(True)
     loss = core.call(LOSS, fn, leaf, target, pad_id, smoothing)
     if not (isinstance(loss, torch.Tensor) and loss.requires_grad):
@@ -320,11 +326,12 @@ def _close(values: list, expected: list[float]) -> bool:
     )
 
 
-def compare_rate(fn, cases: list[tuple], expected: list[float] | None = None) -> None:
-    """The learner's rates at ``cases`` against ``expected`` (default: the formula): Python
-    numbers, equal to 1e-6 relative; a known mistake is named."""
+def compare_rate(fn, cases: list[tuple], expected: Expected | None = None) -> None:
+    """The learner's rates at ``cases`` against the list ``expected()`` gives (default: the
+    formula), computed after the learner's calls: Python numbers, equal to 1e-6 relative; a known
+    mistake is named."""
     values = [core.call(RATE, fn, *case) for case in cases]
-    expected = [expected_rate(*case) for case in cases] if expected is None else expected
+    expected = [expected_rate(*case) for case in cases] if expected is None else expected()
     if _close(values, expected):
         return
     for mistake in RATE_MISTAKES:
@@ -450,9 +457,11 @@ EXACT_MISTAKES = core.catalogue(
 )
 
 
-def compare_exact_match(fn, predicted, target, start_id: int, end_id: int, expected=None) -> None:
-    """The learner's Bool[B] against ``expected`` (default: the oracle); a known mistake is named,
-    a wrong row is shown."""
+def compare_exact_match(
+    fn, predicted, target, start_id: int, end_id: int, expected: Expected | None = None
+) -> None:
+    """The learner's Bool[B] against ``expected()`` (default: the oracle), computed after the
+    learner's call; a known mistake is named, a wrong row is shown."""
     inputs = {"predicted": predicted, "target": target, "start_id": start_id, "end_id": end_id}
     try:
         out = core.output(EXACT, fn, inputs)
@@ -462,7 +471,7 @@ def compare_exact_match(fn, predicted, target, start_id: int, end_id: int, expec
             mistake = core.named(EXACT_MISTAKES, "end token looked up with list.index")
             raise core.CheckFailure(mistake.message(EXACT)) from cause
         raise
-    expected = expected_exact_match(*inputs.values()) if expected is None else expected
+    expected = expected_exact_match(*inputs.values()) if expected is None else expected()
     if _same_tensor(out, expected):
         return
     for mistake, wrong in core.mistake_outputs(EXACT_MISTAKES, *inputs.values()):

@@ -1,9 +1,8 @@
 """Hidden tests for lesson 11: fresh sizes, weights and inputs, compared with the reference package."""
 
-import torch
-
 from autograder.checks import efficiency as checks
 from autograder.checks import greedy
+from autograder.checks.answers import answer
 from autograder.checks.device import DEVICE, DTYPE
 from autograder.checks.oracles import randomize_
 from autograder.hidden.core import Fresh, replayable
@@ -29,11 +28,15 @@ def hidden_decoder_layer_step(fresh: Fresh, fn, norm_first: bool, trials: int = 
         src_mask = fresh.bools(batch, 1, 1, t_src, p=0.7)
         src_mask[..., 0] = True  # every row keeps a source token
         src_mask[-1, ..., -1] = False  # and the last row ends in padding
-        with torch.no_grad():
-            states = layer(x, memory, src_mask, causal_mask(t_tgt, x.device))
+        states = answer(layer, x, memory, src_mask, causal_mask(t_tgt, x.device))
         checks.compare_steps(fn, checks.case_from(layer, x, memory, src_mask, states))
     seed = 61 if norm_first else 71
     checks.compare_steps(fn, checks.step_case(seed, norm_first, batch=3, t_tgt=5, t_src=6))
+
+
+def _end_from(model, src, src_mask, max_len: int, row: int) -> int:
+    """An end symbol that the free decoding of ``row`` reaches at its third token."""
+    return int(reference_greedy_decode(model, src, src_mask, max_len, checks.START)[row, 2])
 
 
 @replayable
@@ -49,8 +52,8 @@ def hidden_cached_greedy_decode(fresh: Fresh, fn, with_end: bool) -> None:
             n_layers=fresh.size(1, 3), norm_first=norm_first, generator=fresh.generator,
         )  # fmt: skip
         max_len = fresh.size(4, 12)
-        free = reference_greedy_decode(model, src, src_mask, max_len, checks.START)
-        cases.append((model, src, src_mask, max_len, int(free[0, 2]) if with_end else None))
+        end = _end_from(model, src, src_mask, max_len, row=0) if with_end else None
+        cases.append((model, src, src_mask, max_len, end))
 
     args = {"src_vocab": 9, "tgt_vocab": 10, "d_model": 8, "n_heads": 2, "d_ff": 16, "n_layers": 2}
     transformer = ReferenceTransformer(**args, dropout=0.0, max_len=20)
@@ -59,14 +62,14 @@ def hidden_cached_greedy_decode(fresh: Fresh, fn, with_end: bool) -> None:
     src[-1, -1] = 0
     src_mask = (src != 0)[:, None, None, :]
     max_len = fresh.size(4, 10)
-    free = reference_greedy_decode(transformer, src, src_mask, max_len, checks.START)
-    cases.append((transformer, src, src_mask, max_len, int(free[1, 2]) if with_end else None))
+    end = _end_from(transformer, src, src_mask, max_len, row=1) if with_end else None
+    cases.append((transformer, src, src_mask, max_len, end))
 
     model, src, src_mask = checks.cached_case(checks.HIDDEN_SEED)
     cases.append((model, src, src_mask, checks.CACHED_MAX_LEN, checks.HIDDEN_END if with_end else None))
 
     for model, src, src_mask, max_len, end in cases:
-        expected = reference_greedy_decode(model, src, src_mask, max_len, greedy.START, end)
+        expected = answer(reference_greedy_decode, model, src, src_mask, max_len, greedy.START, end)
         checks.compare_cached(fn, model, src, src_mask, max_len, greedy.START, end, expected=expected)
 
 
@@ -91,5 +94,5 @@ def hidden_blockwise_attention(fresh: Fresh, fn, masked: bool, trials: int = 3) 
                 mask[..., 0] = True  # every query sees its first key ...
             masks[0][..., -1, :] = False  # ... but one query sees none
         for mask in masks:
-            expected = reference_blockwise(q, k, v, mask, block_size)
+            expected = answer(reference_blockwise, q, k, v, mask, block_size)
             checks.compare_blockwise(fn, q, k, v, mask, block_size, expected=expected)

@@ -4,9 +4,8 @@ Every call draws fresh sizes (B >= 2, h >= 2, T_tgt != T_src), fresh masks and f
 parameters; the reference module's parameters are loaded into the learner's by name.
 """
 
-import torch
-
 from autograder.checks import encoder_decoder as checks
+from autograder.checks.answers import answer
 from autograder.checks.core import build, load_weights
 from autograder.checks.device import DEVICE, DTYPE
 from autograder.checks.oracles import causal, randomize_
@@ -49,9 +48,7 @@ def hidden_encoder_layer(fresh: Fresh, cls, norm_first: bool, masked: bool, tria
         x = fresh.tensor(batch, length, d_model)
         padding = _padding(fresh, batch, length)
         for mask in (padding, padding & causal(length, DEVICE)) if masked else (None,):
-            with torch.no_grad():
-                expected = reference(x, mask)
-            checks.compare_encoder_layer(learner, norm_first, x, mask, expected)
+            checks.compare_encoder_layer(learner, norm_first, x, mask, answer(reference, x, mask))
 
 
 @replayable
@@ -68,8 +65,7 @@ def hidden_decoder_layer(fresh: Fresh, cls, norm_first: bool, masked: bool, tria
         if masked:
             src_mask = _padding(fresh, batch, t_src)
             tgt_mask = _padding(fresh, batch, t_tgt) & causal(t_tgt, DEVICE)
-        with torch.no_grad():
-            expected = reference(x, memory, src_mask, tgt_mask)
+        expected = answer(reference, x, memory, src_mask, tgt_mask)
         checks.compare_decoder_layer(learner, norm_first, x, memory, src_mask, tgt_mask, expected)
 
 
@@ -81,9 +77,7 @@ def hidden_encoder(fresh: Fresh, cls, trials: int = 2) -> None:
         args = (d_model, heads, d_ff, n_layers)
         reference, learner = _pair(fresh, Encoder, cls, "Encoder", *args, norm_first=bool(trial % 2))
         x, mask = fresh.tensor(batch, length, d_model), _padding(fresh, batch, length)
-        with torch.no_grad():
-            expected = reference(x, mask)
-        checks.compare_encoder(learner, x, mask, expected)
+        checks.compare_encoder(learner, x, mask, answer(reference, x, mask))
 
 
 @replayable
@@ -97,6 +91,6 @@ def hidden_decoder(fresh: Fresh, cls, trials: int = 2) -> None:
         x, memory = fresh.tensor(batch, t_tgt, d_model), fresh.tensor(batch, t_src, d_model)
         src_mask = _padding(fresh, batch, t_src)
         tgt_mask = _padding(fresh, batch, t_tgt) & causal(t_tgt, DEVICE)
-        with torch.no_grad():
-            expected = reference(x, memory, src_mask, tgt_mask)
-        checks.compare_decoder(learner, x, memory, src_mask, tgt_mask, expected)
+        checks.compare_decoder(
+            learner, x, memory, src_mask, tgt_mask, answer(reference, x, memory, src_mask, tgt_mask)
+        )

@@ -4,6 +4,7 @@ reference package through the visible checks' comparisons (so a known mistake is
 import torch
 
 from autograder.checks import masking
+from autograder.checks.answers import answer
 from autograder.hidden.core import Fresh, replayable
 from solutions.masking import causal_mask, decoder_mask, padding_mask
 
@@ -30,18 +31,18 @@ def _pad_ids(fresh: Fresh) -> list[int]:
 @replayable
 def hidden_causal_mask(fresh: Fresh, fn) -> None:
     for size in (fresh.size(2, 16), fresh.size(2, 16), 1):
-        masking.compare_causal(fn, size, expected=causal_mask(size, masking.DEVICE))
+        masking.compare_causal(fn, size, expected=answer(causal_mask, size, masking.DEVICE))
 
 
 @replayable
 def hidden_padding_mask(fresh: Fresh, fn) -> None:
     for pad_id in _pad_ids(fresh):
         tokens = _padded_batch(fresh, pad_id)
-        masking.compare_padding(fn, tokens, pad_id, expected=padding_mask(tokens, pad_id))
+        masking.compare_padding(fn, tokens, pad_id, expected=answer(padding_mask, tokens, pad_id))
 
 
 @replayable
 def hidden_decoder_mask(fresh: Fresh, fn) -> None:
     for pad_id in _pad_ids(fresh):
         tokens = _padded_batch(fresh, pad_id)
-        masking.compare_decoder(fn, tokens, pad_id, expected=decoder_mask(tokens, pad_id))
+        masking.compare_decoder(fn, tokens, pad_id, expected=answer(decoder_mask, tokens, pad_id))

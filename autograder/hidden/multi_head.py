@@ -3,6 +3,7 @@
 import torch
 
 from autograder.checks import core, multi_head
+from autograder.checks.answers import answer
 from autograder.checks.device import DEVICE, DTYPE
 from autograder.hidden.core import Fresh, replayable
 from solutions.multi_head import MultiHeadAttention as Reference
@@ -22,7 +23,7 @@ def hidden_split_heads(fresh: Fresh, fn, trials: int = 3) -> None:
     for _ in range(trials):
         b, h, d_k, t = _sizes(fresh)
         x = fresh.tensor(b, t, h * d_k)
-        multi_head.compare_split(fn, x, h, expected=reference_split(x, h))
+        multi_head.compare_split(fn, x, h, expected=answer(reference_split, x, h))
 
 
 @replayable
@@ -30,10 +31,9 @@ def hidden_merge_heads(fresh: Fresh, fn, trials: int = 3) -> None:
     for _ in range(trials):
         b, h, d_k, t = _sizes(fresh)
         x = fresh.tensor(b, h, t, d_k)
-        multi_head.compare_merge(fn, x, expected=reference_merge(x))
-        # the output of a split is not contiguous: merging it must give x's features back
-        y = fresh.tensor(b, t, h * d_k)
-        multi_head.compare_merge(fn, reference_split(y, h), expected=y)
+        multi_head.compare_merge(fn, x, expected=answer(reference_merge, x))
+        # the output of a split is not contiguous: merging it must give the features back
+        multi_head.compare_merge(fn, reference_split(fresh.tensor(b, t, h * d_k), h))
 
 
 def _pair(cls, fresh: Fresh, d_model: int, n_heads: int):
@@ -45,6 +45,11 @@ def _pair(cls, fresh: Fresh, d_model: int, n_heads: int):
     module = core.build(multi_head.MHA, cls, d_model, n_heads)
     core.load_weights(multi_head.MHA, module, reference.state_dict())
     return reference, module
+
+
+def _with_weights(reference, *inputs):
+    """The reference's output and the attention weights it kept."""
+    return reference(*inputs), reference.attn
 
 
 @multi_head.keeps_global_rng
@@ -76,6 +81,5 @@ def hidden_multi_head_attention(fresh: Fresh, cls, masked: bool, trials: int = 2
                     mask[..., 0] = True  # most queries see some key ...
                 masks[-1][:, :, -1, :] = False  # ... and one sees none
             for mask in masks:
-                with torch.no_grad():
-                    expected = reference(q, k, v, mask)
-                multi_head.compare_mha(module, h, q, k, v, mask, expected, reference.attn, keeps_attn=True)
+                expected = answer(_with_weights, reference, q, k, v, mask)
+                multi_head.compare_mha(module, h, q, k, v, mask, expected, keeps_attn=True)

@@ -4,6 +4,7 @@ import torch
 
 from autograder.checks import core, greedy
 from autograder.checks import output_layer as checks
+from autograder.checks.answers import answer
 from autograder.checks.core import load_weights
 from autograder.checks.device import DEVICE, DTYPE
 from autograder.checks.oracles import randomize_
@@ -32,9 +33,29 @@ def hidden_generator(fresh: Fresh, cls, trials: int = 3) -> None:
         module = checks.generator_module(cls, d_model, vocab_size)
         load_weights(checks.GENERATOR, module, reference.state_dict(), names="proj, an nn.Linear")
         x = fresh.tensor(batch, length + batch, d_model)  # T != B
-        with torch.no_grad():
-            expected = reference(x)
-        checks.compare_generator(module, x, expected)
+        checks.compare_generator(module, x, answer(reference, x))
+
+
+def _states(reference, src, tgt, src_mask, tgt_mask) -> torch.Tensor:
+    """decode(encode(src)): the reference's output states."""
+    return reference.decode(reference.encode(src, src_mask), src_mask, tgt, tgt_mask)
+
+
+def _expect_encode_decode(module, reference, src, tgt, src_mask, tgt_mask) -> None:
+    """The learner's encode, then its decode of the reference's memory, against the reference's
+    (each answer computed after the call it judges, and gone when this returns)."""
+    with torch.no_grad():
+        mine = checks.call_model("encode's output", module.encode, src, src_mask)
+        memory = reference.encode(src, src_mask)
+        core.expect_close(checks.TRANSFORMER, "encode's output", mine, memory, checks.MEMORY)
+        mine = checks.call_model("decode's output", module.decode, memory, src_mask, tgt, tgt_mask)
+        right = reference.decode(memory, src_mask, tgt, tgt_mask)
+        core.expect_close(checks.TRANSFORMER, "decode's output", mine, right, checks.STATES)
+
+
+def _end_from(decode, model, src, src_mask, max_len: int, row: int) -> int:
+    """An end symbol that the free decoding of ``row`` reaches at its third token."""
+    return int(decode(model, src, src_mask, max_len, greedy.START)[row, 2])
 
 
 @replayable
@@ -62,16 +83,10 @@ def hidden_transformer(fresh: Fresh, cls, trials: int = 2) -> None:
         src, tgt, src_mask, tgt_mask = checks.transformer_inputs(
             batch, t_src, t_tgt, args["src_vocab"], args["tgt_vocab"], fresh.generator
         )
-        with torch.no_grad():
-            memory = reference.encode(src, src_mask)
-            expected = reference.decode(memory, src_mask, tgt, tgt_mask)
-        checks.compare_transformer(module, src, tgt, src_mask, tgt_mask, expected)
-        with torch.no_grad():
-            mine = checks.call_model("encode's output", module.encode, src, src_mask)
-            core.expect_close(checks.TRANSFORMER, "encode's output", mine, memory, checks.MEMORY)
-            mine = checks.call_model("decode's output", module.decode, memory, src_mask, tgt, tgt_mask)
-            core.expect_close(checks.TRANSFORMER, "decode's output", mine, expected, checks.STATES)
         inputs = (src, tgt, src_mask, tgt_mask)
+        expected = answer(_states, reference, *inputs)
+        checks.compare_transformer(module, *inputs, expected)
+        _expect_encode_decode(module, reference, *inputs)
         checks.expect_no_dropout_in_eval(cls, args, reference.state_dict(), inputs, expected)
 
 
@@ -84,22 +99,21 @@ def hidden_greedy_decode(fresh: Fresh, fn, with_end: bool) -> None:
         int(fresh.size(0, 10**6)), batch=fresh.size(2, 4), t_src=fresh.size(3, 8), generator=fresh.generator
     )
     max_len = fresh.size(4, greedy.GREEDY_VOCAB - 1)
-    free = greedy.step_by_step(model, src, src_mask, max_len, greedy.START)
-    cases.append((model, src, src_mask, max_len, int(free[0, 2]) if with_end else None))
+    end = _end_from(greedy.step_by_step, model, src, src_mask, max_len, row=0) if with_end else None
+    cases.append((model, src, src_mask, max_len, end))
 
     args = checks.transformer_args(src_vocab=9, tgt_vocab=10, d_model=8, n_heads=2, d_ff=16, n_layers=1)
     transformer = _randomize(ReferenceTransformer(**args).to(device=DEVICE, dtype=DTYPE).eval(), fresh)
     src = fresh.tokens(3, fresh.size(3, 7), vocab_size=9, low=1)
     src[-1, -1] = 0
     max_len = fresh.size(4, 9)
-    free = reference_greedy_decode(transformer, src, (src != 0)[:, None, None, :], max_len, greedy.START)
-    cases.append(
-        (transformer, src, (src != 0)[:, None, None, :], max_len, int(free[1, 2]) if with_end else None)
-    )
+    src_mask = (src != 0)[:, None, None, :]
+    end = _end_from(reference_greedy_decode, transformer, src, src_mask, max_len, row=1) if with_end else None
+    cases.append((transformer, src, src_mask, max_len, end))
 
     model, src, src_mask = greedy.greedy_case(greedy.HIDDEN_SEED)
     cases.append((model, src, src_mask, greedy.GREEDY_MAX_LEN, greedy.HIDDEN_END if with_end else None))
 
     for model, src, src_mask, max_len, end in cases:
-        expected = reference_greedy_decode(model, src, src_mask, max_len, greedy.START, end)
+        expected = answer(reference_greedy_decode, model, src, src_mask, max_len, greedy.START, end)
         greedy.compare_greedy(fn, model, src, src_mask, max_len, greedy.START, end, expected=expected)

@@ -4,6 +4,7 @@ import torch
 
 from autograder.checks import core
 from autograder.checks import positional_encoding as checks
+from autograder.checks.answers import answer
 from autograder.checks.core import build, load_weights
 from autograder.checks.device import DEVICE, DTYPE
 from autograder.hidden.core import Fresh, replayable
@@ -16,12 +17,16 @@ def _sizes(fresh: Fresh) -> tuple[int, int]:
     return fresh.size(6, 64), 2 * fresh.size(2, 20)
 
 
+def _reference_table(max_len: int, d_model: int) -> torch.Tensor:
+    return reference_table(max_len, d_model).to(DEVICE)
+
+
 @replayable
 def hidden_sinusoidal_encoding(fresh: Fresh, fn, trials: int = 3) -> None:
     """Fresh max_len and even d_model against the reference table; fresh odd d_model raises."""
     for _ in range(trials):
         max_len, d_model = _sizes(fresh)
-        checks.compare_table(fn, max_len, d_model, expected=reference_table(max_len, d_model).to(DEVICE))
+        checks.compare_table(fn, max_len, d_model, expected=answer(_reference_table, max_len, d_model))
         checks.expect_odd_raises(fn, max_len, 2 * fresh.size(1, 20) + 1)
 
 
@@ -50,9 +55,7 @@ def hidden_positional_encoding(fresh: Fresh, cls, trials: int = 3) -> None:
         lengths = [t for t in range(2, max_len) if t not in (batch, d_model)]
         length = lengths[fresh.size(0, len(lengths) - 1)]
         x = fresh.tensor(batch, length, d_model)
-        with torch.no_grad():
-            expected = reference(x)
-        checks.compare_module(module, x, expected)
+        checks.compare_module(module, x, answer(reference, x))
 
 
 @replayable

@@ -5,6 +5,7 @@ reference package through the visible checks' comparisons, so a known mistake is
 import torch
 
 from autograder.checks import training as checks
+from autograder.checks.answers import answer
 from autograder.checks.device import DEVICE
 from autograder.hidden.core import Fresh, replayable
 from solutions.training import exact_match, make_batch, rate, sequence_loss
@@ -38,7 +39,7 @@ def hidden_make_batch(fresh: Fresh, fn) -> None:
         if max(sources) == max(targets) + 1:  # S == T would hide a src_mask built from the target
             sources[sources.index(max(sources))] += 1
         sources, targets = _rows(fresh, sources, ids), _rows(fresh, targets, ids)
-        checks.compare_batch(fn, sources, targets, *ids, expected=make_batch(sources, targets, *ids))
+        checks.compare_batch(fn, sources, targets, *ids, expected=answer(make_batch, sources, targets, *ids))
 
 
 @replayable
@@ -56,8 +57,12 @@ def hidden_sequence_loss(fresh: Fresh, fn, smoothing: bool) -> None:
         logits = fresh.tensor(batch, length, vocab) * (30.0 if trial else 2.0)
         log_probs = torch.log_softmax(logits, dim=-1)
         amount = 0.05 + 0.35 * float(torch.rand(1, generator=fresh.generator)) if smoothing else 0.0
-        expected = sequence_loss(log_probs, target, pad_id, amount)
+        expected = answer(sequence_loss, log_probs, target, pad_id, amount)
         checks.compare_loss(fn, log_probs, target, pad_id, amount, expected=expected)
+
+
+def _rates(cases: list[tuple]) -> list[float]:
+    return [rate(*case) for case in cases]
 
 
 @replayable
@@ -71,7 +76,7 @@ def hidden_rate(fresh: Fresh, fn) -> None:
         factor = factor if factor != 1.0 else 1.5
         steps = [1, fresh.size(1, warmup - 1), warmup, fresh.size(warmup + 1, 10 * warmup)]
         cases += [(step, d_model, warmup, factor) for step in steps]
-    checks.compare_rate(fn, cases, expected=[rate(*case) for case in cases])
+    checks.compare_rate(fn, cases, expected=answer(_rates, cases))
     checks.expect_step_0_refused(fn, cases[0][1], cases[0][2])
 
 
@@ -124,11 +129,11 @@ def hidden_exact_match(fresh: Fresh, fn) -> None:
             predicted, target = _tensors(
                 fresh, _decodings(fresh, end_id, special), start_id, end_id, fill, pad_id
             )
-            expected = exact_match(predicted, target, start_id, end_id)
+            expected = answer(exact_match, predicted, target, start_id, end_id)
             checks.compare_exact_match(fn, predicted, target, start_id, end_id, expected=expected)
         width = fresh.size(2, 4)
         pairs = _cut_off(fresh, width, special)
         pairs[-1] = (pairs[-1][0], pairs[-1][1] + [end_id])
         predicted, target = _tensors(fresh, pairs, start_id, end_id, end_id, pad_id)
-        expected = exact_match(predicted, target, start_id, end_id)
+        expected = answer(exact_match, predicted, target, start_id, end_id)
         checks.compare_exact_match(fn, predicted, target, start_id, end_id, expected=expected)
