@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 
 from autograder import lessons
+from autograder.engine import cpp_cache
 from autograder.engine.kernels.sandbox import Limits
 from autograder.engine.pipeline import Pipeline, SandboxUnavailable
 from autograder.engine.regrade import regrade
@@ -294,6 +295,11 @@ def _parser() -> argparse.ArgumentParser:
         "--folder", type=Path, help="take the notebooks from <folder>/<student>/<lesson>/*.ipynb"
     )
     again.add_argument("--zip", type=Path, help="take the notebooks from an LMS download (needs --lesson)")
+    steps.add_parser(
+        "clean-cpp-cache",
+        help="remove lesson 12's C++ builds and precompiled header from the workspace (about 0.8 GB "
+        "plus 2 MB a unit); grading builds them again",
+    )
     demo_parser = steps.add_parser("demo", help="run everything on the bundled sample submissions")
     demo_parser.add_argument("--into", type=Path, default=Path("workspace/demo"), help="scratch workspace")
     _add_jobs(demo_parser)
@@ -362,6 +368,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.step in ("insights", "similarity"):
             _report(args)
+            return 0
+        if args.step == "clean-cpp-cache":
+            freed = cpp_cache.clean(args.workspace)
+            print(f"freed {freed / 2**20:.1f} MiB of C++ builds in {args.workspace}")
             return 0
         if args.step == "demo":
             return demo(args.into, _sandbox(args), args.run_everything, args.jobs, warm)

@@ -3,11 +3,13 @@
 import csv
 import shutil
 import zipfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from autograder.engine import verdicts
+from autograder.__main__ import main
+from autograder.engine import intake_time, verdicts
 from autograder.engine.pipeline import Pipeline
 from autograder.engine.regrade import regrade
 
@@ -105,3 +107,58 @@ def test_a_regrade_from_an_lms_zip_takes_that_students_attempt_only(graded):
     assert (pipeline.submitted / "ben" / LESSON / NOTEBOOK).read_bytes() == fixed
     assert verdicts.path(pipeline.workspace, LESSON, "ada").read_bytes() == ada_verdict
     assert not [p for p in pipeline.problems if p.student == "ada"]
+
+
+def test_a_regrade_from_a_folder_keeps_the_recorded_hand_in_time(graded):
+    pipeline, root = graded
+    folder = pipeline.submitted / "ben" / LESSON
+    recorded = intake_time.Handed(datetime(2026, 11, 20, 10, 0, tzinfo=UTC), "LMS file name")
+    intake_time.record(folder, recorded)
+    copy = root / "copied"
+    shutil.copytree(SAMPLES / "ben" / LESSON, copy / "ben" / LESSON)  # file times: now, the copy's
+    known = len(pipeline.problems)
+    regrade(pipeline, "ben", LESSON, folder=copy)
+    assert intake_time.read(folder) == recorded
+    assert not [p for p in pipeline.problems[known:] if "hand-in time changed" in p.what]
+
+
+def test_a_regrade_from_an_lms_zip_takes_its_time_and_says_so(graded):
+    pipeline, root = graded
+    folder = pipeline.submitted / "ben" / LESSON
+    intake_time.record(folder, intake_time.Handed(datetime(2026, 11, 20, 10, 0, tzinfo=UTC), "LMS file name"))
+    archive = root / "later.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        attempt = f"{LESSON}_ben_attempt_2026-11-22-09-30-00"
+        bundle.writestr(f"{attempt}_{NOTEBOOK}", (SAMPLES / "ben" / LESSON / NOTEBOOK).read_bytes())
+    regrade(pipeline, "ben", LESSON, archive=archive)
+    handed = intake_time.read(folder)
+    assert (handed.source, handed.at.day, handed.at.hour) == ("LMS file name", 22, 9)
+    said = [p.what for p in pipeline.problems if p.student == "ben" and "hand-in time changed" in p.what]
+    assert said and "2026-11-20" in said[-1] and "2026-11-22" in said[-1]
+
+
+def test_a_regrade_rewrites_that_students_feedback_pages_only(graded):
+    pipeline, root = graded
+    pipeline.feedback()
+    pages = {
+        student: next((pipeline.workspace / "feedback" / student / LESSON).glob("*.html"))
+        for student in ("ada", "ben")
+    }
+    before = {student: page.stat().st_mtime_ns for student, page in pages.items()}
+    regrade(pipeline, "ben", LESSON)
+    assert pages["ada"].stat().st_mtime_ns == before["ada"]
+    assert pages["ben"].stat().st_mtime_ns > before["ben"]
+
+
+def test_a_broken_zip_is_a_one_line_error_and_keeps_the_submission(graded, capsys):
+    pipeline, root = graded
+    before = (pipeline.submitted / "ben" / LESSON / NOTEBOOK).read_bytes()
+    broken = root / "broken.zip"
+    broken.write_bytes(b"PK\x03\x04 not really a zip")
+    with pytest.raises(ValueError, match="not a zip file; expected the LMS's download"):
+        regrade(pipeline, "ben", LESSON, archive=broken)
+    assert (pipeline.submitted / "ben" / LESSON / NOTEBOOK).read_bytes() == before
+    workspace = ["--workspace", str(pipeline.workspace)]
+    assert main([*workspace, "regrade", "ben", "--lesson", LESSON, "--zip", str(broken)]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and error.startswith("error: ") and "Traceback" not in error

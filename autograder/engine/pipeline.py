@@ -265,14 +265,17 @@ class Pipeline:
         """Autograde one submission (autograder/engine/submission.py) and return its verdict."""
         return submission.grade(self.setup, lesson, student)
 
-    def feedback(self) -> list[Path]:
-        """HTML feedback for every graded submission, with its late-work statement
-        (autograder/instructor/late.py); returns the files written."""
+    def feedback(self, only: set[tuple[str, str]] | None = None) -> list[Path]:
+        """HTML feedback for every graded submission (or only the (lesson, student) pairs
+        ``only``), with its late-work statement (autograder/instructor/late.py); returns the
+        files of the feedback folder."""
         policy = late.load(self.workspace)
         scores = self.scores()
         handed, problems = late.handed_times(self.submitted, list(scores), policy.zone)
         self.problems += problems
         for lesson, student in self.submissions():
+            if only is not None and (lesson, student) not in only:
+                continue
             self._check(self.api.generate_feedback(lesson, student, force=True), "feedback")
             if (student, lesson) not in scores:
                 continue

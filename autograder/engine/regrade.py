@@ -8,18 +8,25 @@ lesson touches no other's row in the gradebook); and appends one line per lesson
 ``<workspace>/regrades.csv``: when, the score before and after, the test cells whose points
 changed, and where the notebooks came from. What is replaced is never lost: the former
 submission is moved to ``<workspace>/replaced/<student>/<lesson>/<time>/``.
+
+The hand-in time recorded at the first intake stays, unless the new source carries the LMS's
+own time (``intake_time.LMS_SOURCES``): a folder's file times are those of the copy, not of the
+hand-in, and would move a late penalty. A changed hand-in time is said in the problems. The
+student's feedback pages of the lessons regraded are written again, where there were pages;
+nobody else's are touched.
 """
 
 import contextlib
 import shutil
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from autograder.engine import csv_files, verdicts
+from autograder.engine import csv_files, intake_time, verdicts
 from autograder.engine.pipeline import Pipeline
-from autograder.engine.submission import Graded
+from autograder.engine.submission import Graded, Problem
 
 LOG = "regrades.csv"
 COLUMNS = ["regraded_at", "student", "lesson", "before", "after", "cells_changed", "source"]
@@ -72,8 +79,15 @@ def _retake(
     if archive is not None:
         if lesson is None:
             raise ValueError("a zip holds one lesson: regrade from --zip needs --lesson")
+        if not archive.is_file():
+            raise FileNotFoundError(f"{archive}: no such file; expected the LMS's download of {lesson}")
+        if not zipfile.is_zipfile(archive):
+            raise ValueError(f"{archive}: not a zip file; expected the LMS's download of {lesson}")
         with _replacing(pipeline, student, lesson):
-            found = pipeline.collect_zip(archive, lesson, only=student)
+            try:
+                found = pipeline.collect_zip(archive, lesson, only=student)
+            except zipfile.BadZipFile as error:
+                raise ValueError(f"{archive}: a broken zip file ({error}); nothing was taken in") from None
         if student not in found:
             raise ValueError(f"no notebook of {student!r} in {archive}, by the LMS's names of attempts")
         return [lesson]
@@ -99,7 +113,11 @@ def regrade(
     """Regrade ``student`` (only ``lesson``, when given), taking the notebooks in again from
     ``folder`` or ``archive`` when one is given; returns and records what changed."""
     if folder is not None or archive is not None:
+        named = [lesson] if lesson else sorted(p.name for p in (pipeline.submitted / student).glob("*"))
+        recorded = {name: _recorded(pipeline.submitted / student / name) for name in named}
         lessons = _retake(pipeline, student, lesson, folder, archive)
+        for name in lessons:
+            _keep_handed(pipeline, student, name, recorded.get(name))
         source = str(folder or archive)
     else:
         lessons = [lesson] if lesson else sorted(p.name for p in (pipeline.submitted / student).glob("*"))
@@ -111,7 +129,38 @@ def regrade(
     graded = pipeline.autograde(pairs=[(name, student) for name in present])
     changes = [_change(outcome, *before[outcome.lesson], source) for outcome in graded]
     _record(pipeline.workspace / LOG, changes)
+    pages = {
+        (name, student) for name in present if (pipeline.workspace / "feedback" / student / name).is_dir()
+    }
+    if pages:
+        pipeline.feedback(only=pages)
     return changes
+
+
+def _recorded(folder: Path) -> intake_time.Handed | None:
+    """The hand-in time recorded beside a submission (None: none, or none that can be read)."""
+    try:
+        return intake_time.read(folder) if folder.is_dir() else None
+    except intake_time.UnreadableRecord:
+        return None
+
+
+def _shown(handed: intake_time.Handed) -> str:
+    return f"{handed.at.isoformat(timespec='seconds')} ({handed.source})"
+
+
+def _keep_handed(pipeline: Pipeline, student: str, lesson: str, recorded: intake_time.Handed | None) -> None:
+    """Put the hand-in time ``recorded`` before the retake back beside the submission, unless the
+    new one is the LMS's own; say so when the recorded time changes."""
+    folder = pipeline.submitted / student / lesson
+    new = _recorded(folder)
+    if recorded is None or new is None or new == recorded:
+        return
+    if new.source not in intake_time.LMS_SOURCES:
+        intake_time.record(folder, recorded)
+        return
+    what = f"hand-in time changed by the regrade: {_shown(recorded)} -> {_shown(new)}"
+    pipeline.problems.append(Problem(student, lesson, what))
 
 
 def _change(
