@@ -1,23 +1,18 @@
 """Lesson 12's C++ modules: compile a learner's LibTorch source and use it from Python.
 
-A learner writes one ``torch::nn::Module`` in C++ (``struct EmbeddingImpl : torch::nn::Module``).
-``compile_module`` adds what the learner does not write (the pybind11 binding, with the contract's
-constructor and forward arguments), compiles it with ``torch.utils.cpp_extension.load_inline``, and
-returns a Python class: ``CppModule`` subclasses that are real ``nn.Module``s. Their submodules are
-Python ``nn.Linear`` and ``nn.Embedding`` objects holding the very tensors the C++ module holds, so
-``state_dict``, ``load_state_dict``, ``.to(dtype)`` and the earlier lessons' checks work unchanged,
-and whatever Python does to a parameter the C++ code sees. Each class made here is recorded
-(``binding_built``), so that lesson 12's checks take nothing else for a C++ exercise.
+``compile_module`` adds to a learner's ``torch::nn::Module`` (``struct EmbeddingImpl``) what the
+learner does not write (the pybind11 binding, with the contract's arguments), compiles it with
+``torch.utils.cpp_extension.load_inline``, and returns a ``CppModule`` subclass: a real
+``nn.Module`` whose submodules are Python ``nn.Linear`` and ``nn.Embedding`` holding the C++
+module's very tensors, so ``load_state_dict``, ``.to(dtype)`` and earlier lessons' checks work.
+Each class made here is recorded (``binding_built``): lesson 12's checks take nothing else.
 
-Compiled modules are cached by a hash of everything that goes into the build (the source, the
-binding, torch's version, the flags): the same source compiles once per cache folder, and one
-process imports each build once. The cache folder is ``COURSE_CPP_CACHE`` when set, else a
-``transformer-course`` folder beside torch's own extensions.
-
-nbgrader replaces a solution with the Python lines ``# YOUR CODE HERE`` and
-``raise NotImplementedError()``; inside a learner's C++ they are read as a C++ comment and as a
-``TORCH_CHECK_NOT_IMPLEMENTED``, so that an unwritten body compiles and raises Python's
-``NotImplementedError`` when it runs, as the Python lessons' stubs do.
+Builds are cached by a hash of the unit, torch's version and the flags (``COURSE_CPP_CACHE``, else
+beside torch's own extensions): a source compiles once per cache, is imported once per process.
+Builds read torch's headers precompiled (``cpp_pch``): made by a learner's first build where
+``COURSE_CPP_CACHE`` is not set; in grading, made by the grader only and read by kernels.
+nbgrader's Python stub lines become a C++ comment and ``TORCH_CHECK_NOT_IMPLEMENTED`` (Python's
+``NotImplementedError``), so an unwritten body compiles, as the Python lessons' stubs run.
 """
 
 import hashlib
@@ -39,6 +34,8 @@ from typing import Any
 
 import torch
 from torch import nn
+
+from autograder import cpp_pch
 
 CACHE_VARIABLE = "COURSE_CPP_CACHE"
 LIMIT_VARIABLE = "COURSE_CPP_COMPILE_LIMIT_S"
@@ -189,10 +186,13 @@ def _hoisted(source: str) -> tuple[list[str], str]:
     return includes, "\n".join(lines)
 
 
+UNIT_HEAD = ("#include <torch/extension.h>", "#include <cmath>", "#include <limits>", "#include <optional>")
+
+
 def translation_unit(parts: list[Part]) -> str:
     """One C++ file: each part in its own namespace (``#line`` keeps the learner's own line numbers),
     then the bindings, one Python class per part, named by its label."""
-    head = ["#include <torch/extension.h>", "#include <cmath>", "#include <limits>", "#include <optional>"]
+    head = list(UNIT_HEAD)
     body = []
     for part in parts:
         includes, source = _hoisted(translate_stubs(part.source))
@@ -311,7 +311,12 @@ def build_library(name: str, unit: str, parts: list[Part], verbose: bool = False
     folder = cache_roots()[0] / name
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "unit.cpp").write_text(unit)
+    made_here = not os.environ.get(CACHE_VARIABLE)  # a learner's machine; never a grading kernel
+    pch = cpp_pch.for_build(cache_roots(), UNIT_HEAD, FINISHED, compile_limit_s(), made_here)
     command = [sys.executable, "-m", "autograder.libtorch", "build", str(folder), name]
+    command += [f"--pch={pch}"] if pch is not None else []
+    labels = ", ".join(part.label for part in parts)
+    print(f"compiling {labels} in C++ ...", flush=True)
     limit = compile_limit_s()
     child = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
@@ -321,7 +326,6 @@ def build_library(name: str, unit: str, parts: list[Part], verbose: bool = False
     except subprocess.TimeoutExpired:
         os.killpg(child.pid, signal.SIGKILL)
         child.communicate()
-        labels = ", ".join(part.label for part in parts)
         raise CompileError(
             f"{labels}: the C++ did not compile within {limit:.0f} s, the limit for one build"
         ) from None
@@ -362,23 +366,27 @@ def compile_parts(parts: list[Part], verbose: bool = False) -> ModuleType:
         library, how = build_library(name, unit, parts, verbose), "compiled in {:.1f} s"
     module = import_library(name, library)
     _NOTES[key] = how.format(time.perf_counter() - start)
+    if "compiled" in how:  # the learner sees how long the build took
+        print(f"{', '.join(part.label for part in parts)}: {_NOTES[key]}", flush=True)
     _LOADED[key] = module
     return module
 
 
-def _build_here(folder: Path, name: str, load: bool = True) -> None:
+def _build_here(folder: Path, name: str, load: bool = True, pch: Path | None = None) -> None:
     """The child's work in ``build_library``: load_inline on the unit that waits in ``folder``.
     Without ``load`` the library is built (ninja, the compiler, the linker) and never imported:
-    the grader's trusted build step (autograder/engine/cpp_cache.py) runs no code it compiled."""
+    the grader's trusted build step (autograder/engine/cpp_cache.py) runs no code it compiled.
+    ``pch``: a precompiled header (``cpp_pch``), read first; include guards skip the unit's own."""
     from torch.utils import cpp_extension
 
+    pch_cflags = ["-include", str(pch), "-Winvalid-pch"] if pch is not None else []
     if not load:  # load_inline imports through this one function, after the build
         cpp_extension._import_module_from_library = lambda module, path, is_python_module: None
     cpp_extension.load_inline(
         name=name,
         cpp_sources=[(folder / "unit.cpp").read_text()],
         build_directory=str(folder),
-        extra_cflags=list(EXTRA_CFLAGS),
+        extra_cflags=[*EXTRA_CFLAGS, *pch_cflags],
         no_implicit_headers=True,
     )
 
@@ -421,14 +429,10 @@ def _share(module: nn.Module, cpp_module: Any) -> None:
 
 
 class CppModule(nn.Module):
-    """A C++ ``torch::nn::Module`` seen from Python as an ``nn.Module``.
-
-    Its parameters and buffers are the C++ module's tensors, and each C++ submodule appears under
-    its registered name, as ``nn.Linear`` or ``nn.Embedding`` when it is one, so that weights load
-    by name and conversions (``.double()``, ``.to(device)``) change the tensors C++ computes with.
-    ``forward`` runs the C++ forward; other public C++ members bound for Python (``attn``) read
-    through.
-    """
+    """A C++ ``torch::nn::Module`` seen from Python as an ``nn.Module``: its parameters and buffers
+    are the C++ module's tensors, each C++ submodule appears under its name (as ``nn.Linear`` or
+    ``nn.Embedding`` when it is one), so weights load by name and ``.double()`` changes what C++
+    computes with; ``forward`` runs the C++ forward, other bound members (``attn``) read through."""
 
     def __init__(self, cpp_module: Any):
         super().__init__()
@@ -549,11 +553,8 @@ def compile_many(parts: list[Part], verbose: bool = False) -> dict[str, type[Cpp
 
 @dataclass(frozen=True)
 class CppSource:
-    """A C++ exercise as the reference package holds it: the binding's name and the C++ text.
-
-    Nothing compiles when it is created (importing the reference stays cheap); ``cell`` writes the
-    notebook's exercise cell, which compiles when it runs, and ``compile`` compiles it here.
-    """
+    """A C++ exercise as the reference package holds it: the binding's name and the C++ text (nothing
+    compiles when it is made; ``cell`` writes the exercise cell, ``compile`` compiles it here)."""
 
     name: str
     source: str
@@ -569,15 +570,24 @@ class CppSource:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m autograder.libtorch build FOLDER NAME [--no-import]``: the child that
+    """``python -m autograder.libtorch build FOLDER NAME [--no-import] [--pch=HEADER]``: the child that
     ``build_library`` starts (which imports what it built), or the grader's trusted build step's
-    (``--no-import``: build only)."""
-    load = "--no-import" not in argv[3:]
-    if len(argv) not in (3, 4) or argv[0] != "build" or argv[3:] not in ([], ["--no-import"]):
-        print("usage: python -m autograder.libtorch build FOLDER NAME [--no-import]", file=sys.stderr)
+    (``--no-import``: build only); ``--pch``: the precompiled header to use."""
+    options = argv[3:]
+    pch = [option.removeprefix("--pch=") for option in options if option.startswith("--pch=")]
+    if (
+        argv[:1] != ["build"]
+        or len(argv) < 3
+        or len(pch) > 1
+        or len(options) > len(pch) + ("--no-import" in options)
+    ):
+        print(
+            "usage: python -m autograder.libtorch build FOLDER NAME [--no-import] [--pch=HEADER]",
+            file=sys.stderr,
+        )
         return 2
     try:
-        _build_here(Path(argv[1]), argv[2], load)
+        _build_here(Path(argv[1]), argv[2], "--no-import" not in options, Path(pch[0]) if pch else None)
     except RuntimeError as error:
         print(error)
         return 1

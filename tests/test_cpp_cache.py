@@ -1,11 +1,12 @@
 """Lesson 12's shared cache of C++ builds (autograder/engine/cpp_cache.py): the grader fills it, kernels
 only read it, and no submission can make another import a library of its making.
 
-Builds are counted in the cache (its build log and folders), never timed. Two real compiles run
-here (about 20 s each): the reference's Embedding, built by the trusted step once for two
-submissions, and a variant that a kernel builds privately. Kernels are stood for by Python processes
-in the grading kernels' sandbox: the same mounts (the workspace hidden, the shared cache bound
-read-only, a private /tmp) and the same environment (``kernel_environment``).
+Builds are counted in the cache (its build log and folders), never timed. Three real compiles run
+here: the precompiled header, which the trusted step makes once (about 75 s of CPU, 0.8 GB), the
+reference's Embedding, built by the trusted step once for two submissions, and a variant that a
+kernel builds privately (about 17 s of CPU each with the header). Kernels are stood for by Python
+processes in the grading kernels' sandbox: the same mounts (the workspace hidden, the shared cache
+bound read-only, a private /tmp) and the same environment (``kernel_environment``).
 """
 
 import json
@@ -17,7 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import libtorch
+from autograder import cpp_pch, libtorch
 from autograder.engine import cpp_cache
 from autograder.engine.kernels import sandbox
 from autograder.engine.kernels.sandbox import Limits, SandboxSpec
@@ -76,7 +77,9 @@ cls = libtorch.compile_module("Embedding", {source!r})
 unit = libtorch.translation_unit([libtorch.cell_part("Embedding", {source!r})])
 out = cls(11, 4)(torch.tensor([[1, 2]]))
 library = libtorch.finished_library(libtorch.build_name(unit))
-print(json.dumps({{"note": cls.build_note, "library": str(library), "shape": list(out.shape)}}))
+pch = libtorch.cpp_pch.finished(libtorch.cache_roots(), libtorch.UNIT_HEAD, libtorch.FINISHED)
+seen = {{"note": cls.build_note, "library": str(library), "shape": list(out.shape), "pch": str(pch)}}
+print(json.dumps(seen))
 """
     done = in_kernel_sandbox(workspace, code)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -135,6 +138,11 @@ def test_two_submissions_of_the_same_cpp_cost_one_build_and_the_second_kernel_im
     assert runs["ada"].built == [name] and runs["bob"].found == [name] and not runs["bob"].built
     assert len(cpp_cache.builds_logged(cache)) == 1
     assert (cache / name / libtorch.FINISHED).read_text() == ""  # no source where kernels read
+    # the precompiled header: made once, by the grader, from the course's fixed lines only
+    [pch_line] = (cpp_cache.records(cache) / cpp_cache.PCH_LOG).read_text().splitlines()
+    header = cpp_pch.finished([cache], libtorch.UNIT_HEAD, libtorch.FINISHED)
+    assert header is not None and f"{header.parent.name} built" in pch_line
+    assert header.read_text() == "\n".join(libtorch.UNIT_HEAD) + "\n"
     seen = kernel_compiles(workspace, CppEmbedding.source)
     assert seen["note"].startswith("loaded from the cache"), seen
     assert seen["library"] == str(cache / name / f"{name}.so") and seen["shape"] == [1, 2, 4]
@@ -169,7 +177,10 @@ def test_a_cell_not_prebuilt_still_builds_privately_in_its_kernel(graded):
     seen = kernel_compiles(workspace, variant)
     assert seen["note"].startswith("compiled in"), seen
     assert seen["library"].startswith("/tmp/course-cpp/") and seen["shape"] == [1, 2, 4]
-    assert len(cpp_cache.builds_logged(cpp_cache.shared_cache(workspace))) == 1  # not in the shared cache
+    cache = cpp_cache.shared_cache(workspace)
+    assert len(cpp_cache.builds_logged(cache)) == 1  # not in the shared cache
+    # it read the grader's precompiled header (the kernel finds it by name in the shared cache)
+    assert seen["pch"] == str(cpp_pch.finished([cache], libtorch.UNIT_HEAD, libtorch.FINISHED))
 
 
 POISON = """
@@ -206,9 +217,10 @@ def test_a_poisoned_build_planted_by_one_kernel_is_never_imported_by_another(gra
     assert seen["library"] == str(cache / name / f"{name}.so") and seen["shape"] == [1, 2, 4]
 
 
-def test_a_trusted_build_stops_at_its_cells_time_which_is_the_submissions_own(tmp_path):
+def test_a_trusted_build_stops_at_its_cells_time_which_is_the_submissions_own(tmp_path, monkeypatch):
     if libtorch.missing_tools():
         pytest.skip(libtorch.explain_missing(libtorch.missing_tools()))
+    monkeypatch.setattr(cpp_cache, "trusted_pch", lambda cache: None)  # the grader's own, not timed here
     folder = submission(tmp_path / "submitted" / "cy" / LESSON, REFERENCE_CELL)
     cache = tmp_path / cpp_cache.SHARED_FOLDER
     done = cpp_cache.prebuild(folder, LESSON, cache, Limits(), cell_limit_s=1)
@@ -218,3 +230,45 @@ def test_a_trusted_build_stops_at_its_cells_time_which_is_the_submissions_own(tm
     assert not (cpp_cache.records(cache) / f"{name}{cpp_cache.FAILED_SUFFIX}").exists()
     [line] = cpp_cache.builds_logged(cache)
     assert f"{name} failed in" in line and line.endswith(f"for {folder}")
+
+
+PLANT_PCH = """
+import os
+from autograder import cpp_pch, libtorch
+folder = os.path.join(libtorch.cache_roots()[1], cpp_pch.folder_name(libtorch.UNIT_HEAD))
+try:
+    os.makedirs(folder, exist_ok=True)
+    open(os.path.join(folder, "course_torch.h"), "w").write("#define torch poison")
+    open(os.path.join(folder, "course_torch.h.gch"), "wb").write(b"poison")
+    open(os.path.join(folder, libtorch.FINISHED), "w").write("")
+    print("planted")
+except OSError as error:
+    print("refused", error.strerror)
+"""
+
+
+def test_a_kernel_cannot_plant_a_precompiled_header_for_the_next_kernels(tmp_path):
+    workspace = tmp_path / "workspace"
+    cache = cpp_cache.shared_cache(workspace)
+    attack = in_kernel_sandbox(workspace, PLANT_PCH, defended=False)
+    assert attack.stdout.split() == ["planted"], attack.stderr  # without the defence: later builds read it
+    assert cpp_pch.finished([cache], libtorch.UNIT_HEAD, libtorch.FINISHED) is not None
+    cpp_cache.clean(workspace)
+    defended = in_kernel_sandbox(workspace, PLANT_PCH)
+    assert defended.stdout.split() == ["refused", "Read-only", "file", "system"], defended.stderr
+    assert cpp_pch.finished([cache], libtorch.UNIT_HEAD, libtorch.FINISHED) is None
+
+
+def test_the_clean_command_removes_the_cache_and_its_records_and_says_how_much(tmp_path, capsys):
+    from autograder.__main__ import main
+
+    cache = cpp_cache.shared_cache(tmp_path)
+    (cache / "course_0123").mkdir(parents=True)
+    (cache / "course_0123" / "course_0123.so").write_bytes(b"x" * 3 * 2**20)
+    cpp_cache.records(cache).mkdir()
+    (cpp_cache.records(cache) / cpp_cache.BUILD_LOG).write_text("a line\n")
+    (tmp_path / "gradebook.db").write_text("kept")
+    assert main(["--workspace", str(tmp_path), "clean-cpp-cache"]) == 0
+    assert f"freed 3.0 MiB of C++ builds in {tmp_path}" in capsys.readouterr().out
+    assert not cache.exists() and not cpp_cache.records(cache).exists()
+    assert (tmp_path / "gradebook.db").read_text() == "kept"

@@ -18,7 +18,9 @@ import pytest
 
 from autograder.__main__ import GRADER_FAILED, SAMPLE_COURSE, SAMPLES, _grader_failures, main
 from autograder.engine.kernels import sandbox, zygote
+from autograder.engine.pipeline import Pipeline
 from autograder.engine.submission import Graded
+from autograder.instructor.lms import read_roster
 from autograder.lessons import ROOT
 
 LESSON = "01_embedding"
@@ -117,3 +119,18 @@ def test_the_sandbox_binds_the_folder_the_course_is_imported_from(monkeypatch: p
     monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, _ElsewhereFinder()])
     assert Path("/srv/other-checkout") in sandbox.needed()
     assert ROOT in sandbox.needed()
+
+
+def test_the_table_says_failed_and_which_scores_it_shows(broken: dict) -> None:
+    table = Pipeline(broken["workspace"], log=lambda *_: None).table()
+    assert [line.split()[:2] for line in table.splitlines()[1:3]] == [["ada", "failed"], ["ben", "failed"]]
+    assert "scores after late penalties" in table
+
+
+def test_the_rosters_names_reach_the_gradebook(broken: dict) -> None:
+    with Pipeline(broken["workspace"], log=lambda *_: None).gradebook() as gb:
+        names = {student.id: (student.first_name, student.last_name) for student in gb.students}
+    roster = {person.student: person.name for person in read_roster(SAMPLE_COURSE / "roster.csv").people}
+    for student in STUDENTS:
+        first, last = names[student]
+        assert first and last and first in roster[student] and last in roster[student]

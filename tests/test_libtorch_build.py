@@ -2,14 +2,15 @@
 a cache that may be read-only (autograder/libtorch.py).
 
 One real compile fails here (a C++ error, about 15 s: the compiler reads torch's headers before it
-meets the error), and one build is stopped by a limit of one second. Builds go to a temporary cache.
+meets the error, here past a precompiled header that is not one), and one build is stopped by a
+limit of one second. Builds go to a temporary cache.
 """
 
 import os
 
 import pytest
 
-from autograder import libtorch
+from autograder import cpp_pch, libtorch
 from autograder.checks import CheckFailure
 from autograder.checks import libtorch as checks
 
@@ -34,14 +35,25 @@ def private_cache(tmp_path, monkeypatch):
     return tmp_path
 
 
+def plant_pch(root, gch: bytes):
+    """A finished precompiled header in cache ``root`` whose .gch holds ``gch``."""
+    folder = root / cpp_pch.folder_name(libtorch.UNIT_HEAD)
+    folder.mkdir(parents=True)
+    (folder / cpp_pch.HEADER).write_text("\n".join(libtorch.UNIT_HEAD) + "\n")
+    (folder / f"{cpp_pch.HEADER}.gch").write_bytes(gch)
+    (folder / libtorch.FINISHED).write_text("")
+    return folder / cpp_pch.HEADER
+
+
 def test_a_compile_error_names_its_line_in_the_cell_and_reaches_the_checks(private_cache, capsys):
+    plant_pch(private_cache, b"not a precompiled header")  # the compiler reads the headers instead
     cls = libtorch.compile_module("Embedding", BROKEN)
     said = capsys.readouterr().err
     assert "line 7 of the C++ source" in said, said  # line 1 is the line of r\"\"\"
     assert "return lut(tokens) * undeclared_scale;" in said and "undeclared_scale" in said
     with pytest.raises(CheckFailure, match="CompileError.*line 7"):
         checks.check_cpp_embedding(cls)
-    assert not list(private_cache.glob(f"*/{libtorch.FINISHED}"))  # a failed build is never reused
+    assert not list(private_cache.glob(f"course_*/{libtorch.FINISHED}"))  # a failed build is never reused
 
 
 def test_a_build_past_the_limit_is_stopped_with_a_message(private_cache, monkeypatch):
@@ -70,3 +82,42 @@ def test_a_missing_compiler_is_explained(monkeypatch, capsys):
     assert "sudo apt-get install g++ ninja-build python3-dev" in capsys.readouterr().err
     with pytest.raises(libtorch.CompilerMissing, match="lacks a C\\+\\+ compiler"):
         cls(5, 4)
+
+
+def test_a_grading_kernel_never_makes_a_precompiled_header_and_a_learner_makes_one_once(
+    tmp_path, monkeypatch, capsys
+):
+    made = []
+
+    def build(folder, head, mark, limit_s):
+        made.append(folder)
+        return plant_pch(folder.parent, b"made")
+
+    monkeypatch.setattr(cpp_pch, "build", build)
+    head, mark = libtorch.UNIT_HEAD, libtorch.FINISHED
+    assert cpp_pch.for_build([tmp_path / "kernel", tmp_path / "shared"], head, mark, 60, make=False) is None
+    assert made == []  # a kernel (COURSE_CPP_CACHE set) builds without one, and writes nothing
+    learner = [tmp_path / "home"]
+    header = cpp_pch.for_build(learner, head, mark, 60, make=True)
+    assert made == [tmp_path / "home" / cpp_pch.folder_name(head)] and header == made[0] / cpp_pch.HEADER
+    assert "first C++ build on this machine precompiles torch's headers once" in capsys.readouterr().out
+    assert cpp_pch.for_build(learner, head, mark, 60, make=True) == header and len(made) == 1
+    # one the grader made in the shared cache is what a kernel reads
+    shared = plant_pch(tmp_path / "shared", b"grader's")
+    assert cpp_pch.for_build([tmp_path / "kernel", tmp_path / "shared"], head, mark, 60, make=False) == shared
+
+
+def test_a_build_reads_the_precompiled_header_before_the_unit(tmp_path, monkeypatch):
+    from torch.utils import cpp_extension
+
+    seen = {}
+    monkeypatch.setattr(cpp_extension, "load_inline", lambda **options: seen.update(options))
+    # _build_here(load=False) replaces torch's import step for good: put it back after the test
+    monkeypatch.setattr(
+        cpp_extension, "_import_module_from_library", cpp_extension._import_module_from_library
+    )
+    (tmp_path / "unit.cpp").write_text("// a unit")
+    libtorch._build_here(tmp_path, "course_0123", load=False, pch=tmp_path / "pch" / cpp_pch.HEADER)
+    assert seen["extra_cflags"] == ["-include", str(tmp_path / "pch" / cpp_pch.HEADER), "-Winvalid-pch"]
+    libtorch._build_here(tmp_path, "course_0123", load=False)
+    assert seen["extra_cflags"] == []

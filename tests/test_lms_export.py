@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from autograder.engine.intake_time import Handed
+from autograder.engine.pipeline import Pipeline
 from autograder.instructor import late, lms
 
 SAMPLE_COURSE = Path(__file__).resolve().parent.parent / "autograder" / "sample_course"
@@ -223,3 +224,19 @@ def test_the_sample_course_end_to_end(tmp_path):
     assert {p.student for p in moodle} >= {"dev", "fay", "gus"}
     with pytest.raises(ValueError, match="expected canvas, moodle-email or moodle-id_number"):
         lms.export(workspace, scores, SAMPLE_COURSE / "roster.csv", tmp_path / "x.csv", "blackboard")
+
+
+def test_the_terminal_table_shows_the_exports_figures_after_late_work(tmp_path, monkeypatch):
+    workspace = tmp_path / "workspace"
+    shutil.copytree(SAMPLE_COURSE / "timestamps", workspace / "submitted")
+    for name in ("course.toml", "extensions.csv"):
+        shutil.copy(SAMPLE_COURSE / name, workspace / name)
+    pipeline = Pipeline(workspace, sandbox=None, log=lambda *_: None)
+    scores = {(folder.parent.name, folder.name): (10.0, 10.0) for folder in pipeline.submitted.glob("*/*")}
+    monkeypatch.setattr(pipeline, "scores", lambda: scores)
+    pipeline.export_lms("canvas", SAMPLE_COURSE / "roster.csv", tmp_path / "canvas.csv")
+    ben = canvas_reads(tmp_path / "canvas.csv")[2]["1002"]
+    row = next(line.split() for line in pipeline.table().splitlines() if line.startswith("ben "))
+    assert (ben["02_positional_encoding"], row[2]) == ("9", "9/10")  # one second late, in both
+    assert (ben["04_masking"], row[4]) == ("8", "8/10")
+    assert "scores after late penalties" in pipeline.table()

@@ -81,6 +81,15 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600} h {seconds % 3600 // 60} min"
 
 
+def _first_last(name: str) -> tuple[str, str]:
+    """A roster's display name as (first, last): "Çetin, Ada" and "Ada Çetin" are ("Ada", "Çetin")."""
+    if "," in name:
+        last, first = name.split(",", 1)
+        return first.strip(), last.strip()
+    first, _, last = name.strip().rpartition(" ")
+    return (first, last) if first else (last, "")
+
+
 class SandboxUnavailable(RuntimeError):
     """Grading was asked for with the sandbox on, and it cannot run here."""
 
@@ -353,27 +362,55 @@ class Pipeline:
         without the gradings that did not finish; the roster report, the gradings left out and
         unreadable hand-in times go into the problems."""
         found = lms.export(self.workspace, self.scores(), roster, path, kind, self.failures())
+        self.name_students(roster)
         self.problems += [problem for problem in found if problem not in self.problems]  # once per run
         return path
 
+    def name_students(self, roster: Path) -> None:
+        """Give the gradebook's students the roster's names, so that the Formgrader shows them:
+        "Last, First" is split at its comma, "First Last" at its last space."""
+        with self.gradebook() as gb:
+            known = {student.id for student in gb.students}
+            for person in lms.read_roster(roster).people:
+                if person.student in known and person.name:
+                    first, last = _first_last(person.name)
+                    gb.update_or_create_student(person.student, first_name=first, last_name=last)
+
+    def after_late(self) -> dict[tuple[str, str], tuple[float, float]]:
+        """(student, lesson) -> (score after the late penalty, max_score) for every graded
+        submission whose grading finished: the figures grades.csv and the LMS exports give."""
+        failed = self.failures()
+        scores = {key: value for key, value in self.scores().items() if key not in failed}
+        policy = late.load(self.workspace)
+        handed, _ = late.handed_times(self.submitted, list(scores), policy.zone)
+        return {
+            key: (late.assess(policy, *key, handed[key], score).score, most)
+            for key, (score, most) in scores.items()
+        }
+
     def table(self) -> str:
-        """Students x lessons, 'score/max' in each cell, '-' where nothing was graded."""
-        scores = self.scores()
-        students = sorted({student for student, _ in scores} | {p.student for p in self.problems})
-        graded = {lesson for _, lesson in scores}
+        """Students x lessons, 'score/max' in each cell after the late penalty (as grades.csv's
+        after_late and the LMS exports), '-' where nothing was graded, 'failed' where grading
+        did not finish."""
+        scores = self.after_late()
+        failed = self.failures()
+        students = sorted({student for student, _ in [*scores, *failed]} | {p.student for p in self.problems})
+        graded = {lesson for _, lesson in [*scores, *failed]}
         names = [lesson for lesson in lessons.LESSON_NAMES if lesson in graded]
         header = ["student", *[lesson.split("_", 1)[0] for lesson in names], "total"]
         rows = [header]
         for student in students:
             cells = [scores.get((student, lesson)) for lesson in names]
             total = sum(c[0] for c in cells if c), sum(c[1] for c in cells if c)
-            rows.append(
-                [student, *[f"{c[0]:g}/{c[1]:g}" if c else "-" for c in cells], f"{total[0]:g}/{total[1]:g}"]
-            )
+            shown = [
+                f"{c[0]:g}/{c[1]:g}" if c else "failed" if (student, lesson) in failed else "-"
+                for c, lesson in zip(cells, names, strict=True)
+            ]
+            rows.append([student, *shown, f"{total[0]:g}/{total[1]:g}"])
         widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
         lines = [
             "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
             for row in rows
         ]
-        legend = "lessons: " + ", ".join(names)
+        legend = "scores after late penalties; lessons: " + ", ".join(names)
         return "\n".join([*lines, legend])
