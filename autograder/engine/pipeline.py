@@ -25,7 +25,7 @@ from autograder.engine import csv_files, feedback_page, intake, intake_time, par
 from autograder.engine.kernels.sandbox import Limits
 from autograder.engine.kernels.sandbox import problem as sandbox_problem
 from autograder.engine.nbgrader_config import CELL_TIMEOUT_S
-from autograder.engine.plain_text import one_line
+from autograder.engine.plain_text import one_line, report_line
 from autograder.engine.submission import Graded, Problem, Setup
 from autograder.instructor import late, lms
 
@@ -81,8 +81,16 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600} h {seconds % 3600 // 60} min"
 
 
+# Characters a roster name (which learners set themselves in the LMS) never needs, and which
+# nbgrader's Formgrader would read as markup: its submission page writes the gradebook's names
+# into HTML unescaped (formgrade_macros.html.j2).
+MARKUP = str.maketrans("", "", '<>&"`')
+
+
 def _first_last(name: str) -> tuple[str, str]:
-    """A roster's display name as (first, last): "Çetin, Ada" and "Ada Çetin" are ("Ada", "Çetin")."""
+    """A roster's display name as (first, last), on one line and without markup characters:
+    "Çetin, Ada" and "Ada Çetin" are ("Ada", "Çetin")."""
+    name = report_line(name).translate(MARKUP)
     if "," in name:
         last, first = name.split(",", 1)
         return first.strip(), last.strip()
