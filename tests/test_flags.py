@@ -70,6 +70,14 @@ SHORTCUTS = [
     ("Embedding", "m = __import__('solut' + 'ions')", "uses __import__"),
     ("Embedding", "code = open('../../solutions/embedding.py').read()", "names the course's code"),
     ("Embedding", "from autograder.hidden.embedding import hidden_embedding", "imports autograder.hidden"),
+    # the way to a check's answer while it runs (tests/test_hostile_replay.py)
+    (
+        "scaled_dot_product_attention",
+        "import sys\nseen = sys._getframe(1).f_locals",
+        "uses ._getframe (reads the frames or globals of the code calling it)",
+    ),
+    ("scaled_dot_product_attention", "caller = frame.f_back", "uses .f_back"),
+    ("scaled_dot_product_attention", "answer = fn.__globals__['_expected']", "uses .__globals__"),
 ]
 
 

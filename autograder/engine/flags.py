@@ -61,6 +61,19 @@ CPP_EXERCISES = frozenset(EXERCISES["12_libtorch"])
 COURSE_PACKAGES = ("solutions", "autograder")
 MACHINERY_NAMES = {"get_ipython", "__builtins__", "__import__", "setattr", "delattr", "globals"}
 MACHINERY_MODULES = {"builtins", "importlib", "IPython", "gc", "ctypes", "inspect"}
+# How code reads its callers' frames and the globals of functions it is given: the way to the
+# checks' own state while they run (`sys._getframe(1).f_locals`, `fn.__globals__`)
+FRAME_ATTRIBUTES = {
+    "_getframe",
+    "f_back",
+    "f_locals",
+    "f_globals",
+    "tb_frame",
+    "gi_frame",
+    "cr_frame",
+    "__globals__",
+    "__closure__",
+}
 
 
 @dataclass(frozen=True)
@@ -112,6 +125,8 @@ def shortcuts_in(source: str, off_limits: tuple[str, ...], modules: set[str]) ->
         if isinstance(node, ast.Attribute) and node.attr == "modules":
             if isinstance(node.value, ast.Name) and node.value.id == "sys":
                 reasons.append("uses sys.modules (the kernel's machinery)")
+        if isinstance(node, ast.Attribute) and node.attr in FRAME_ATTRIBUTES:
+            reasons.append(f"uses .{node.attr} (reads the frames or globals of the code calling it)")
         if isinstance(node, ast.Name) and node.id in MACHINERY_NAMES:
             reasons.append(f"uses {node.id} (the kernel's machinery)")
         if isinstance(node, ast.Constant) and isinstance(node.value, str):

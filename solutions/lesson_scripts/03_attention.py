@@ -113,6 +113,11 @@ hidden_scaled_dot_product_attention(scaled_dot_product_attention, masked=True)
 
 # %% test test_scaled_dot_product_attention_fully_masked points=1
 checks.check_attention_fully_masked(scaled_dot_product_attention)
+### BEGIN HIDDEN TESTS
+from autograder.hidden.attention import hidden_attention_fully_masked
+
+hidden_attention_fully_masked(scaled_dot_product_attention)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ## Looking at attention

@@ -40,7 +40,7 @@ import torch
 from torch import nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
-from autograder.capstone import own_parts
+from autograder.capstone import own_parts, training_parts
 from autograder.checks import train_step as step_checks  # train_step's and train_loop's checks
 from autograder.checks import training as checks
 from autograder.checks.device import LESSON_DEVICE, describe_devices
@@ -510,14 +510,22 @@ for last in (20, 60):
 # `course/` (save them first), runs each through its lesson's checks, and tells you which
 # parts are yours. From here on, `Transformer`, `greedy_decode`, `Encoder` and `Decoder` are
 # the ones it found, and so are `padding_mask` and `decoder_mask`, with which your
-# `make_batch` builds every batch's masks.
+# `make_batch` builds every batch's masks. It does the same with this lesson's own
+# exercises: one that failed its checks above is not trained with; the reference's takes
+# its place, and the table says so, with the mistake its check named.
 
 # %% experiment output-varies
 own = own_parts()
 print(own.table())
+trained = training_parts(globals())  # this lesson's exercises, where they pass their checks
+print(trained.table())
+make_batch, sequence_loss, rate, train_step, exact_match, train_loop = (
+    trained.definitions[name]
+    for name in ("make_batch", "sequence_loss", "rate", "train_step", "exact_match", "train_loop")
+)
 Transformer, greedy_decode = own.Transformer, own.greedy_decode
 Encoder, Decoder = own.Encoder, own.Decoder
-padding_mask, decoder_mask = own.padding_mask, own.decoder_mask  # what make_batch calls from here on
+padding_mask, decoder_mask = own.padding_mask, own.decoder_mask  # noqa: F811 - what make_batch calls from here on
 
 # %% experiment output-varies
 held = {n: t.to(LESSON_DEVICE) for n, t in make_batch(held_sources, held_targets, PAD, START, END).items()}
@@ -694,7 +702,8 @@ for label, change in (("clip = 1.0", {"clip": 1.0}), ("no clip", {"factor": setu
 for label, losses in spike_runs.items():
     found = spikes(losses)
     print(f"{label}: {len(found)} spikes in {len(losses)} steps (starting at steps {found or 'none'}), "
-          f"the largest loss after step 100 {max(losses[100:]):.2f}, the mean of the last 10 steps {sum(losses[-10:]) / 10:.3f}")  # fmt: skip
+          f"the largest loss after step 100 {max(losses[100:]):.2f}, "
+          f"the mean of the last 10 steps {sum(losses[-10:]) / 10:.3f}")  # fmt: skip
 fig, ax = plt.subplots(figsize=(11, 3.4))
 for label, losses in spike_runs.items():
     ax.plot(range(1, len(losses) + 1), losses, label=label, alpha=0.8)
