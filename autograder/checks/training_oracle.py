@@ -278,9 +278,18 @@ def stale_gradients(model, batch: dict[str, torch.Tensor], optim) -> None:
         model.zero_grad(set_to_none=True)
 
 
-def gradients_left(model) -> bool:
-    """Whether any parameter's .grad holds a number other than 0 (not None, not cleared)."""
-    return any(p.grad is not None and bool(p.grad.any()) for p in model.parameters())
+def gradients_left(model, optimizer, read, names) -> bool:
+    """Whether the call left gradients that would move a weight: one more step of the call's own
+    SGD (no momentum), taken after all else was read, changes a weight only where a ``.grad`` holds
+    a number other than 0. Asked of the optimizer, not of the parameters' ``.grad``: under the
+    judge the model and its optimizer live in the kernel, and a parameter comes back as a copy
+    without its gradient, so reading ``.grad`` there would always say "none"."""
+    if float(optimizer.param_groups[0]["lr"]) == 0.0:
+        return False
+    before = read(model, names)
+    optimizer.step()
+    after = read(model, names)
+    return any(not torch.equal(value, after[name]) for name, value in before.items())
 
 
 def two_calls(call, case: Case, model, optim, read, names) -> Outcome:
@@ -297,7 +306,7 @@ def two_calls(call, case: Case, model, optim, read, names) -> Outcome:
         outcome.training.append(bool(model.training))
         outcome.weights.append(read(model, names))
         outcome.rates.append(current_rate(scheduler, optimizer))
-    outcome.gradients_left = gradients_left(model)
+    outcome.gradients_left = gradients_left(model, optimizer, read, names)
     return outcome
 
 

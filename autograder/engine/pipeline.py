@@ -84,11 +84,11 @@ def _duration(seconds: float) -> str:
 # Characters a roster name (which learners set themselves in the LMS) never needs, and which
 # nbgrader's Formgrader would read as markup: its submission page writes the gradebook's names
 # into HTML unescaped (formgrade_macros.html.j2).
-MARKUP = str.maketrans("", "", '<>&"`')
+MARKUP = str.maketrans("", "", "<>&")  # the page writes names as text, never into an attribute
 
 
 def _first_last(name: str) -> tuple[str, str]:
-    """A roster's display name as (first, last), on one line and without markup characters:
+    """A roster's display name as (first, last), on one line and without < > &:
     "Çetin, Ada" and "Ada Çetin" are ("Ada", "Çetin")."""
     name = report_line(name).translate(MARKUP)
     if "," in name:
