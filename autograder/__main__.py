@@ -9,6 +9,7 @@ A typical week, from the repository root (the workspace defaults to ./workspace,
     python -m autograder feedback                       # HTML per student and lesson
     python -m autograder export                         # grades.csv, with totals
     python -m autograder export --canvas roster.csv     # Canvas's import (or --moodle), late work applied
+    python -m autograder export --moodle roster.csv --lesson 03_attention   # one lesson, graded rows only
     python -m autograder report                         # what could not be graded, and why
     python -m autograder insights                       # which mistakes the class made, cell by cell
     python -m autograder similarity                     # pairs of alike solutions, for a person to look at
@@ -265,6 +266,11 @@ def _parser() -> argparse.ArgumentParser:
         default="email",
         help="the roster column Moodle matches users by",
     )
+    export.add_argument(
+        "--lesson",
+        help="with --canvas or --moodle: only this lesson's column, and only the rows it has a grade for, "
+        "so that nothing entered by hand in the LMS is overwritten",
+    )
     steps.add_parser("report", help="list the submissions that could not be graded as handed in, and why")
     insights_step = steps.add_parser(
         "insights",
@@ -330,7 +336,8 @@ def _step(pipeline: Pipeline, args: argparse.Namespace) -> int:
         print("\n".join(str(path) for path in pipeline.feedback()))
     elif args.step == "export" and (args.canvas or args.moodle):
         kind, roster = ("canvas", args.canvas) if args.canvas else (f"moodle-{args.match}", args.moodle)
-        print(pipeline.export_lms(kind, roster, args.out or args.workspace / f"{kind.split('-')[0]}.csv"))
+        name = "-".join([kind.split("-")[0], *([args.lesson] if args.lesson else [])])
+        print(pipeline.export_lms(kind, roster, args.out or args.workspace / f"{name}.csv", args.lesson))
         _print_problems(pipeline)
     elif args.step == "export":
         print(pipeline.export(args.out or args.workspace / "grades.csv"))
@@ -360,6 +367,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.step == "collect" and (bool(args.folder) == bool(args.zip) or (args.zip and not args.lesson)):
         parser.error("collect takes either --folder DIR, or --zip FILE with --lesson NAME")
+    if args.step == "export" and args.lesson and not (args.canvas or args.moodle):
+        parser.error(
+            "export --lesson needs --canvas ROSTER or --moodle ROSTER (grades.csv holds every lesson)"
+        )
     if args.step == "regrade" and ((args.folder and args.zip) or (args.zip and not args.lesson)):
         parser.error(
             "regrade takes at most one of --folder DIR and --zip FILE, and --zip needs --lesson NAME"

@@ -1,6 +1,8 @@
-"""Grades an LMS takes: the roster, Canvas's and Moodle's imports read back as the LMS reads them
-(header, points-possible row, lesson columns, the matching column), names that survive, late
-penalties applied, and nobody dropped silently; and the bundled sample course, end to end."""
+"""Grades an LMS takes: the roster (ours, or Canvas's own gradebook export), Canvas's and Moodle's
+imports read back as the LMS reads them (header, points-possible row, lesson columns, the matching
+column), one lesson's graded rows only, names that survive, late penalties applied (a download's
+entry times stated, never deducted), and nobody dropped silently; and the bundled sample course,
+end to end."""
 
 import csv
 import shutil
@@ -10,7 +12,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from autograder.engine.intake_time import Handed
+from autograder.engine import intake_time
+from autograder.engine.intake_time import Handed, Taken
 from autograder.engine.pipeline import Pipeline
 from autograder.instructor import late, lms
 
@@ -214,7 +217,7 @@ def test_the_sample_course_end_to_end(tmp_path):
         )
     # dev's timestamp.txt is garbage: reported; lateness by the files' own time is never deducted
     assert "not a time in nbgrader's format" in found["dev", "03_attention"]
-    assert "late by the files' own time only, not deducted" in found["dev", "03_attention"]
+    assert "late by the notebook's file time only, not deducted" in found["dev", "03_attention"]
     assert people["1004"]["03_attention (90103)"] == "10"
     assert "not in the roster" in found["fay", "03_attention"]
     assert "no graded submission" in found["gus", "-"]
@@ -240,3 +243,140 @@ def test_the_terminal_table_shows_the_exports_figures_after_late_work(tmp_path, 
     assert (ben["02_positional_encoding"], row[2]) == ("9", "9/10")  # one second late, in both
     assert (ben["04_masking"], row[4]) == ("8", "8/10")
     assert "scores after late penalties" in pipeline.table()
+
+
+# Canvas's gradebook export, as Grades > Export writes it: the points-possible row, a row with
+# neither name nor ID, the test student Student View makes, then the learners.
+CANVAS_EXPORT = """\ufeffStudent,ID,SIS User ID,SIS Login ID,Section,03_attention (90103),Current Score
+    Points Possible,,,,,10,(read only)
+,,,,,Manual Posting,
+"Student, Test",4711,,a1b2c3,Transformers 101,,
+"Çetin, Ada",1001,S-1001,ada.cetin,Group A,8,80
+"Okafor, Benjamin ""Ben\"\"",1002,S-1002,ben.okafor,Group B,,
+"""
+
+
+def test_canvas_gradebook_export_is_a_roster_as_it_is(tmp_path):
+    roster = lms.read_roster(roster_file(tmp_path, CANVAS_EXPORT))
+    assert roster.people == [
+        lms.Person("1001", "Çetin, Ada", "1001", "S-1001", "ada.cetin", "Group A"),
+        lms.Person("1002", NAMES["ben"], "1002", "S-1002", "ben.okafor", "Group B"),
+    ]
+    broken = CANVAS_EXPORT.replace(",1002,", ",10 02,")
+    with pytest.raises(lms.RosterError, match=r"line 6: ID '10 02' is not a student id"):
+        lms.read_roster(roster_file(tmp_path, broken))
+    twice = CANVAS_EXPORT.replace(",1002,", ",1001,")
+    with pytest.raises(lms.RosterError, match="line 6: ID 1001 is on line 5 already"):
+        lms.read_roster(roster_file(tmp_path, twice))
+
+
+def test_a_canvas_export_as_roster_round_trips_into_canvas(tmp_path):
+    """Canvas's ids are the students a Canvas download gives: the file goes back with them."""
+    roster = lms.read_roster(roster_file(tmp_path, CANVAS_EXPORT))
+    due = {"03_attention": DUE}
+    scores = {("1001", "03_attention"): (7.0, 10.0), ("1002", "03_attention"): (10.0, 10.0)}
+    exported = lms.apply_late(scores, {key: Handed(DUE, "LMS file name") for key in scores}, _policy(due))
+    lms.canvas_csv(tmp_path / "canvas.csv", roster, exported, {"03_attention": 90103})
+    header, points, people = canvas_reads(tmp_path / "canvas.csv")
+    assert header[5:] == ["03_attention (90103)"] and points[5:] == ["10"]
+    assert {key: row["03_attention (90103)"] for key, row in people.items()} == {"1001": "7", "1002": "10"}
+    assert people["1002"]["Student"] == NAMES["ben"] and people["1001"]["SIS User ID"] == "S-1001"
+
+
+def _policy(due: dict) -> late.Policy:
+    return late.Policy(BERLIN, due, per_day=10, cap=50)
+
+
+def _one_lesson_workspace(tmp_path: Path) -> tuple[Path, dict]:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    return workspace, graded_scores()
+
+
+def graded_scores() -> dict:
+    return {
+        ("ada", "01_embedding"): (6.0, 6.0),
+        ("ada", "03_attention"): (8.0, 10.0),
+        ("ben", "01_embedding"): (6.0, 6.0),
+        ("cho", "03_attention"): (10.0, 10.0),
+        ("gus", "03_attention"): (4.0, 10.0),
+    }
+
+
+@pytest.mark.parametrize("kind", ["canvas", "moodle-id_number"])
+def test_one_lesson_leaves_alone_with_only_the_rows_it_grades(tmp_path, roster, kind):
+    """ben has no grade in 03_attention (and gus's grading failed): no row for them, so whatever
+    the LMS holds for them there, entered by hand, stays; no other lesson's column either."""
+    workspace, scores = _one_lesson_workspace(tmp_path)
+    out = tmp_path / "one.csv"
+    failed = {("gus", "03_attention"): "the kernel did not start"}
+    problems = lms.export(workspace, scores, _roster_path(tmp_path), out, kind, failed, "03_attention")
+    with out.open(newline="", encoding="utf-8") as handle:
+        header, *rows = list(csv.reader(handle))
+    if kind == "canvas":
+        assert header == [*lms.CANVAS_HEADER, "03_attention"] and rows[0][0] == lms.CANVAS_POINTS_ROW
+        rows = rows[1:]
+        got = {row[1]: row[5:] for row in rows}
+    else:
+        assert header == [*lms.MOODLE_HEADER, "03_attention"]
+        got = {row[0]: row[3:] for row in rows}
+    assert got == ({"1001": ["8"], "1003": ["10"]} if kind == "canvas" else {"0001": ["8"], "0003": ["10"]})
+    said = {(p.student, p.lesson): p.what for p in problems}
+    assert "grading did not finish" in said["gus", "03_attention"]
+    assert "no graded submission: left out of the export" in said["ben", "-"]
+    assert not any(lesson == "01_embedding" for _, lesson in said)
+
+
+def _roster_path(tmp_path: Path) -> Path:
+    rows = [
+        ["student", "name", "canvas_id", "id_number", "email"],
+        ["ada", NAMES["ada"], "1001", "0001", "ada@uni.example"],
+        ["ben", NAMES["ben"], "1002", "0002", "ben@uni.example"],
+        ["cho", NAMES["cho"], "1003", "0003", "cho@uni.example"],
+        ["gus", "Ångström, Gustav", "1006", "0006", "gus@uni.example"],
+    ]
+    path = tmp_path / "roster-one.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows(rows)
+    return path
+
+
+def test_one_lesson_that_is_no_lesson_or_was_not_graded_says_what_was_expected(tmp_path):
+    workspace, scores = _one_lesson_workspace(tmp_path)
+    out, roster = tmp_path / "x.csv", _roster_path(tmp_path)
+    with pytest.raises(ValueError, match="'3_attention' is no lesson; expected one of 01_embedding"):
+        lms.export(workspace, scores, roster, out, "canvas", lesson="3_attention")
+    with pytest.raises(ValueError, match="no graded submission of 06_layer_norm.*01_embedding, 03_attention"):
+        lms.export(workspace, scores, roster, out, "canvas", lesson="06_layer_norm")
+    assert not out.exists()
+
+
+def test_a_downloads_entry_time_is_stated_and_never_deducted(monkeypatch):
+    """Canvas stamps a download's entries with the moment it made the zip, Moodle with its file
+    store's time or the download's (docs/hand-in-times.md): such a time costs no points. With the
+    entry time counted as a witness (the defence off), a day's lateness took 10%."""
+    policy = _policy({"01_embedding": DUE})
+    downloaded = Handed(DUE + timedelta(hours=20), "zip entry time")
+    assert (
+        lms.apply_late({("ada", "01_embedding"): (6.0, 6.0)}, {("ada", "01_embedding"): downloaded}, policy)[
+            "ada", "01_embedding"
+        ].score
+        == 6
+    )
+    said = late.assess(policy, "ada", "01_embedding", downloaded, 6)
+    assert (said.days, said.percent) == (1, 0.0) and "the LMS download's file time" in said.statement
+    blackboard = late.assess(policy, "ada", "01_embedding", Handed(downloaded.at, "LMS file name"), 6)
+    assert (blackboard.days, blackboard.score) == (1, 5.4)  # the LMS's own attempt time does cost
+    monkeypatch.setattr(intake_time, "UNPROVEN", ("folder time",))
+    assert late.assess(policy, "ada", "01_embedding", downloaded, 6).score == 5.4
+
+
+def test_a_downloads_entry_time_neither_contradicts_a_claim_nor_replaces_a_record():
+    """A timestamp.txt an hour before the zip was made is no contradiction of 'the LMS's time'."""
+    claim = Handed(DUE - timedelta(hours=1), "timestamp.txt")
+    earlier = [Taken("ada", "01_embedding", "d1", Handed(DUE + timedelta(days=3), "zip entry time"), DUE)]
+    now = Taken("ada", "01_embedding", "d1", claim, DUE + timedelta(days=4))
+    assert intake_time.contradiction(earlier, now) is None
+    assert "zip entry time" not in intake_time.LMS_SOURCES  # a regrade keeps the recorded time over it
+    lms_time = [Taken("ada", "01_embedding", "d1", Handed(DUE + timedelta(days=3), "LMS file name"), DUE)]
+    assert "the LMS's time for the same notebook" in intake_time.contradiction(lms_time, now)

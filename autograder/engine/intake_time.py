@@ -9,7 +9,11 @@ and says which one it was (``Handed.source``):
   LMS's own record of the attempt, in the course's time zone;
 * ``"zip entry time"``: any other LMS download still stamps each entry of its zip with a time
   (``ZipInfo.date_time``, a wall-clock time with no zone, the zip maker's local time: read
-  in the course's time zone);
+  in the course's time zone). It is no hand-in time (docs/hand-in-times.md): Canvas's
+  "Download Submissions" stamps every entry with the moment it made the zip, and Moodle's
+  "Download all submissions" with its file store's time for those bytes or the moment of the
+  download. So it is stated and reported, never deducted (``UNPROVEN``), and a regrade never
+  takes it over a recorded time;
 * ``"timestamp.txt"``: a folder collected by nbgrader's exchange holds ``timestamp.txt`` next to
   the notebooks, in nbgrader's format (``2024-01-15 10:30:00.123456 UTC``), read as nbgrader
   reads it (``nbgrader.utils.parse_utc``: a zone name or offset after the time, none meaning UTC).
@@ -23,6 +27,7 @@ that format agrees on), so nbgrader's gradebook records the same moment, and ``h
 which keeps the source too. ``read`` gives it back at export time.
 
 The last two witnesses are the learner's own files (``LEARNER_CLAIMED``), and are named as such.
+Of the LMS's, only the attempt time in a file name is its record of the hand-in (``LMS_SOURCES``).
 The intake logs every notebook it takes in with its own clock (``IntakeLog``,
 ``<workspace>/intake_log.jsonl``); a learner's claim is flagged (``contradiction``) when it
 contradicts that log (another notebook of the same lesson was taken in after the claimed time)
@@ -64,7 +69,11 @@ LEARNER_CLAIMED = {
     "timestamp.txt": "the learner's own timestamp.txt",
     "folder time": "the learner's own file times",
 }
-LMS_SOURCES = ("LMS file name", "zip entry time")
+# The LMS's own record of when an attempt was handed in: a download's entry times are not one.
+LMS_SOURCES = ("LMS file name",)
+# Witnesses whose lateness is stated and never deducted: a download's entry times (when the zip
+# was made, or when the LMS first stored those bytes) and a copy's file times.
+UNPROVEN = ("zip entry time", "folder time")
 INTAKE_LOG = "intake_log.jsonl"
 # Clocks of the LMS, the exchange and this machine may differ by this much without a contradiction.
 CLOCK_SLACK = timedelta(minutes=5)

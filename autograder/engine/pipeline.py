@@ -365,11 +365,11 @@ class Pipeline:
             rows.append([student, "TOTAL", total, most, "", "", kept[student], status])
         return csv_files.write(path, rows)
 
-    def export_lms(self, kind: str, roster: Path, path: Path) -> Path:
+    def export_lms(self, kind: str, roster: Path, path: Path, lesson: str | None = None) -> Path:
         """Canvas's or Moodle's grade import (autograder/instructor/lms.py), late penalties applied,
-        without the gradings that did not finish; the roster report, the gradings left out and
-        unreadable hand-in times go into the problems."""
-        found = lms.export(self.workspace, self.scores(), roster, path, kind, self.failures())
+        without the gradings that did not finish (with ``lesson``, that lesson's graded rows only);
+        the roster report, the gradings left out and unreadable hand-in times go into the problems."""
+        found = lms.export(self.workspace, self.scores(), roster, path, kind, self.failures(), lesson)
         self.name_students(roster)
         self.problems += [problem for problem in found if problem not in self.problems]  # once per run
         return path

@@ -305,7 +305,7 @@ def assess(policy: Policy, student: str, lesson: str, handed: Handed | None, sco
         return Late(0, 0.0, score, f"{handed_text}, on time for {due_text}.")
     after = _duration((handed.at.astimezone(UTC) - due.astimezone(UTC)).total_seconds())
     counted = f"{handed_text}, {after} after {due_text}, counted as {days} day{'s' * (days != 1)} late"
-    if handed.source == "folder time":  # a copy's time, often when the work was collected: no proof
+    if handed.source in intake_time.UNPROVEN:  # a copy's or a download's time: no proof of the hand-in
         return Late(days, 0.0, score, f"{counted} by the file's time alone; {UNPROVEN}")
     percent = penalty(days, policy)
     if percent == 0:

@@ -10,6 +10,16 @@ in). The others are read when present, and any further column is ignored::
 Header names are read without regard to case, spaces or hyphens ("SIS User ID" is
 ``sis_user_id``, "Email" is ``email``). Every ``student`` must be a plain id, once.
 
+Canvas's own gradebook export (Grades, Export, "Export Entire Gradebook") is a roster as it is:
+a file whose first two columns are Student and ID is read as one. Its columns are Student (the
+sortable name, "Last, First"), ID (Canvas's user id), SIS User ID, SIS Login ID, Section, then
+an assignment per column (Canvas's help pages and its export, as the nemogb project documents
+them). ID is the ``student`` and ``canvas_id`` (a Canvas download names each file by it, see
+autograder/engine/intake.py), Student the ``name``. Rows that are no learner are passed over:
+the points-possible row (Student "Points Possible", no ID), rows with neither a name nor an ID
+(the row some exports add for manual posting), and Canvas's test student ("Student, Test",
+made by Student View).
+
 How the files are written, and what that rests on (Canvas's and Moodle's documentation and
 their own exports, in our words):
 
@@ -44,7 +54,7 @@ from pathlib import Path
 
 from autograder import lessons
 from autograder.engine import csv_files
-from autograder.engine.intake_time import Handed
+from autograder.engine.intake_time import UNPROVEN, Handed
 from autograder.engine.submission import Problem
 from autograder.instructor import late
 
@@ -60,6 +70,10 @@ ROSTER_COLUMNS = (
 )
 CANVAS_HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 CANVAS_POINTS_ROW = "    Points Possible"  # as Canvas's own export writes it
+# Canvas's gradebook export: its first two columns, and the roster columns its others give.
+CANVAS_EXPORT_START = ["student", "id"]
+CANVAS_EXPORT_COLUMNS = ("sis_user_id", "sis_login_id", "section")
+CANVAS_TEST_STUDENT = "Student, Test"  # the learner Student View makes, as the export names it
 MOODLE_HEADER = ["ID number", "Email address", "Full name"]
 MOODLE_MATCH = ("email", "id_number")  # the roster's columns Moodle can match a user by
 
@@ -97,38 +111,67 @@ def _column(name: str) -> str:
     return re.sub(r"[\s\-]+", "_", name.strip().lower())
 
 
-def read_roster(path: Path) -> Roster:
-    """The roster in ``path``; RosterError for a missing id column, a bad or repeated id."""
+def _rows(path: Path) -> list[list[str]]:
     try:
-        rows = list(csv.reader(path.read_text(encoding="utf-8-sig").splitlines()))
+        return list(csv.reader(path.read_text(encoding="utf-8-sig").splitlines()))
     except UnicodeDecodeError:
         raise RosterError(f"{path}: not UTF-8 text; expected a CSV file saved as UTF-8") from None
     except OSError as error:
         raise RosterError(f"{path}: cannot be read ({error.strerror})") from None
-    header = [_column(cell) for cell in rows[0]] if rows else []
+
+
+def _where(path: Path, header: list[str]) -> dict[str, int]:
+    """Roster column -> its index in ``header``; a Canvas gradebook export's ID is the student."""
+    if header[:2] == CANVAS_EXPORT_START:
+        found = {name: header.index(name) for name in CANVAS_EXPORT_COLUMNS if name in header}
+        return {"student": 1, "canvas_id": 1, "name": 0, **found}
     if "student" not in header:
         raise RosterError(
             f"{path}: line 1 has no 'student' column (the id the submissions use); "
-            f"expected a header such as {','.join(ROSTER_COLUMNS)}"
+            f"expected a header such as {','.join(ROSTER_COLUMNS)}, or Canvas's gradebook export "
+            "(Student,ID,SIS User ID,...)"
         )
     repeated = sorted({name for name in header if header.count(name) > 1 and name in ROSTER_COLUMNS})
     if repeated:
         raise RosterError(f"{path}: line 1 names {', '.join(repeated)} more than once; expected each once")
-    where = {name: header.index(name) for name in ROSTER_COLUMNS if name in header}
+    return {name: header.index(name) for name in ROSTER_COLUMNS if name in header}
+
+
+def _no_learner(values: dict[str, str], canvas: bool) -> bool:
+    """Whether a row of Canvas's gradebook export is not a learner's: the points-possible row, a
+    row with no name and no ID, the test student."""
+    if not canvas:
+        return False
+    unnamed = not values["student"] and values["name"] in ("", "Points Possible")
+    return unnamed or values["name"] == CANVAS_TEST_STUDENT
+
+
+def read_roster(path: Path) -> Roster:
+    """The roster in ``path`` (the course's roster, or Canvas's gradebook export); RosterError for
+    a missing id column, a bad or repeated id."""
+    rows = _rows(path)
+    header = [_column(cell) for cell in rows[0]] if rows else []
+    where = _where(path, header)
+    canvas = header[:2] == CANVAS_EXPORT_START
+    id_said = "ID" if canvas else "student"
     people: list[Person] = []
     seen: dict[str, int] = {}
     for number, row in enumerate(rows[1:], 2):
         if not any(cell.strip() for cell in row):
             continue
         values = {name: row[index].strip() if index < len(row) else "" for name, index in where.items()}
+        if _no_learner(values, canvas):
+            continue
         student = values["student"]
         if not late.STUDENT_ID.fullmatch(student):
             raise RosterError(
-                f"{path}: line {number}: student {student!r} is not a student id "
+                f"{path}: line {number}: {id_said} {student!r} is not a student id "
                 "(letters, digits, '.', '_', '-', as the submissions are named)"
             )
         if student in seen:
-            raise RosterError(f"{path}: line {number}: student {student} is on line {seen[student]} already")
+            raise RosterError(
+                f"{path}: line {number}: {id_said} {student} is on line {seen[student]} already"
+            )
         seen[student] = number
         people.append(Person(**values))
     return Roster(path.name, people)
@@ -258,6 +301,24 @@ def canvas_ids(workspace: Path) -> dict[str, int]:
     return dict(table)
 
 
+def _only(
+    lesson: str, scores: Scores, failed: dict[tuple[str, str], str]
+) -> tuple[Scores, dict[tuple[str, str], str]]:
+    """The scores and failed gradings of ``lesson``; a ValueError when it has none graded."""
+    if lesson not in lessons.LESSON_NAMES:
+        raise ValueError(
+            f"--lesson {lesson!r} is no lesson; expected one of {', '.join(lessons.LESSON_NAMES)}"
+        )
+    mine = {key: value for key, value in scores.items() if key[1] == lesson}
+    if not mine and not any(key[1] == lesson for key in failed):
+        graded = sorted({done for _, done in scores}, key=lessons.LESSON_NAMES.index)
+        raise ValueError(
+            f"no graded submission of {lesson} in this workspace; expected one of the lessons graded: "
+            f"{', '.join(graded) or 'none yet'}"
+        )
+    return mine, {key: why for key, why in failed.items() if key[1] == lesson}
+
+
 def export(
     workspace: Path,
     scores: Scores,
@@ -265,16 +326,23 @@ def export(
     out: Path,
     lms: str,
     failed: dict[tuple[str, str], str] | None = None,
+    lesson: str | None = None,
 ) -> list[Problem]:
     """The grades in ``scores`` ((student, lesson) -> (score, max), as Pipeline.scores gives them),
     late penalties applied, written to ``out`` for ``lms`` ("canvas", "moodle-email" or
     "moodle-id_number"); returns the problems to report: the gradings left out because they did
     not finish (``failed``: (student, lesson) -> why), hand-in times that could not be read,
     and the roster report. A grading that did not finish is no score: its cell is left empty,
-    so that the LMS keeps what it holds."""
+    so that the LMS keeps what it holds.
+
+    With ``lesson``, only that lesson leaves: its column, and a row only for a learner it has a
+    grade for, so that an import changes no grade entered by hand in the LMS (Moodle's importer
+    takes an empty cell of a mapped column as "no grade")."""
     if lms not in ("canvas", "moodle-email", "moodle-id_number"):
         raise ValueError(f"lms is {lms!r}; expected canvas, moodle-email or moodle-id_number")
     failed = failed or {}
+    if lesson is not None:
+        scores, failed = _only(lesson, scores, failed)
     policy = late.load(workspace)
     roster = read_roster(roster_file)
     left_out = [
@@ -286,9 +354,13 @@ def export(
     problems = left_out + problems
     graded = apply_late(scores, handed, policy)
     problems += [
-        Problem(*key, "late by the files' own time only, not deducted: check when it was handed in")
+        Problem(
+            *key,
+            f"late by {late.SOURCE_WORDS[handed[key].source]} only, not deducted: "
+            "check when it was handed in",
+        )
         for key, exported in sorted(graded.items())
-        if exported.late.days and handed[key] is not None and handed[key].source == "folder time"
+        if exported.late.days and handed[key] is not None and handed[key].source in UNPROVEN
     ]
     if lms == "canvas":
         return problems + canvas_csv(out, roster, graded, canvas_ids(workspace))
