@@ -22,6 +22,7 @@ from torch import nn
 from autograder.checks import core
 from autograder.checks.answers import Expected, answer
 from autograder.checks.device import exact_matmul, random_mask, random_tensor
+from autograder.checks.eval_mode import EVAL_DROPOUT, dropped, expect_dropout_off_in_eval
 from autograder.checks.oracles import mha_state, torch_mha
 
 B, H, D_K, T_Q, T_K = 2, 3, 4, 5, 7
@@ -171,14 +172,17 @@ def _merge(x: torch.Tensor) -> torch.Tensor:
     return x.transpose(1, 2).reshape(x.size(0), x.size(2), x.size(1) * x.size(3))
 
 
-def _attention(q, k, v, mask, scale):
-    """softmax(q kᵀ / scale) v, masked with -inf, a fully masked row giving zeros."""
+def _attention(q, k, v, mask, scale, drop=None):
+    """softmax(q kᵀ / scale) v, masked with -inf, a fully masked row giving zeros; ``drop``, when
+    given, applied to the weights before they weigh v."""
     scores = q @ k.transpose(-2, -1) / scale
     if mask is not None:
         scores = scores.masked_fill(~mask, -math.inf)
     weights = torch.softmax(scores, dim=-1)
     if mask is not None:
         weights = weights.masked_fill(~mask, 0.0)
+    if drop is not None:
+        weights = drop(weights)
     return weights @ v, weights
 
 
@@ -197,6 +201,7 @@ def _mha(
     merge=_merge,
     out=True,
     use_mask=True,
+    eval_dropout=False,
 ):
     """The multi-head computation with one thing changed: the skeleton every mistake shares."""
     h = module.n_heads
@@ -205,7 +210,8 @@ def _mha(
     k = split(w_k(key if key_from is None else key_from), h)
     v = split(w_v(value if value_from is None else value_from), h)
     scale = math.sqrt(q.size(-1)) if scale is None else scale
-    heads, _ = _attention(q, k, v, mask if use_mask else None, scale)
+    drop = functools.partial(dropped, module) if eval_dropout else None
+    heads, _ = _attention(q, k, v, mask if use_mask else None, scale, drop)
     merged = merge(heads)
     return module.w_o(merged) if out else merged
 
@@ -257,6 +263,9 @@ MHA_MISTAKES = core.catalogue(
         ),
         "mask ignored": lambda m, query, key, value, mask=None: _mha(
             m, query, key, value, mask, use_mask=False
+        ),
+        "dropout also in eval mode": lambda m, query, key, value, mask=None: _mha(
+            m, query, key, value, mask, eval_dropout=True
         ),
     },
 )
@@ -356,6 +365,18 @@ def compare_mha(module, n_heads, query, key, value, mask, expected: Expected, ke
     core.expect_close(MHA, "self.attn", attn, expected_attn, MHA_ATTN)
 
 
+def expect_eval_without_dropout(cls, n_heads: int, state: dict, inputs: tuple, expected: Expected) -> None:
+    """The learner's module built with dropout = EVAL_DROPOUT, in eval mode, with ``state`` loaded:
+    two calls on ``inputs`` (query, key, value, mask) both give ``expected()``'s output, dropout
+    0's (computed after the learner's calls)."""
+    core.expect_parameter(MHA, cls, "dropout", "MultiHeadAttention(d_model, n_heads, dropout=0.0)")
+    module = core.build(MHA, cls, inputs[0].size(-1), n_heads, dropout=EVAL_DROPOUT)
+    core.load_weights(MHA, module, state)
+    expect_dropout_off_in_eval(
+        MHA, MHA_MISTAKES, lambda: _forward(module, *inputs, n_heads), lambda: expected()[0], MHA_OUT
+    )
+
+
 def _inputs(seed: int):
     query = random_tensor(B, T_Q, D, seed=seed)
     key = random_tensor(B, T_K, D, seed=seed + 1)
@@ -428,10 +449,13 @@ def check_mha_cross_attention(cls) -> None:
     module = core.build(MHA, cls, D, H)
     core.load_weights(MHA, module, state)
     query, key, value = _inputs(seed=310)
-    compare_mha(module, H, query, key, value, None, answer(torch_expected, torch_module, query, key, value))
+    expected = answer(torch_expected, torch_module, query, key, value)
+    compare_mha(module, H, query, key, value, None, expected)
+    expect_eval_without_dropout(cls, H, state, (query, key, value, None), expected)
     core.passed(
         f"{MHA} equals nn.MultiheadAttention for cross-attention: query [B, T_q, D], key and value "
-        f"[B, T_k, D], T_q={T_Q} != T_k={T_K}, output {MHA_OUT}"
+        f"[B, T_k, D], T_q={T_Q} != T_k={T_K}, output {MHA_OUT}; built with dropout = {EVAL_DROPOUT}, "
+        "it drops nothing in eval mode"
     )
 
 

@@ -56,7 +56,8 @@ def _with_weights(reference, *inputs):
 @replayable
 def hidden_multi_head_attention(fresh: Fresh, cls, masked: bool, trials: int = 2) -> None:
     """Fresh sizes (h >= 2, T_q != T_k), cross-attention and self-attention; with ``masked``,
-    masks of several broadcast shapes, one query row fully masked."""
+    masks of several broadcast shapes, one query row fully masked; then the module built with
+    dropout > 0, in eval mode, on the cross-attention's inputs."""
     for _ in range(trials):
         b, h, d_k, t_q = _sizes(fresh)
         t_k = t_q + fresh.size(1, 4)
@@ -83,3 +84,8 @@ def hidden_multi_head_attention(fresh: Fresh, cls, masked: bool, trials: int = 2
             for mask in masks:
                 expected = answer(_with_weights, reference, q, k, v, mask)
                 multi_head.compare_mha(module, h, q, k, v, mask, expected, keeps_attn=True)
+        # built with dropout > 0, in eval mode: the same output on two calls, dropout 0's
+        expected = answer(_with_weights, reference, query, key, value)
+        multi_head.expect_eval_without_dropout(
+            cls, h, reference.state_dict(), (query, key, value, None), expected
+        )

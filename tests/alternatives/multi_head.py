@@ -127,8 +127,40 @@ class MultiHeadAttentionHeadsLast(nn.Module):
         return self.w_o(torch.einsum("bhqk,bkhd->bqhd", self.attn, v).reshape(b, t_q, d))
 
 
+class MultiHeadAttentionDropoutModule(nn.Module):
+    """Attention weights dropped by an nn.Dropout module (off after .eval()), heads through
+    unflatten and flatten, masked entries set by torch.where."""
+
+    def __init__(self, d_model, n_heads, dropout=0.0):
+        super().__init__()
+        if d_model % n_heads != 0:
+            raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
+        self.n_heads = n_heads
+        self.w_q, self.w_k, self.w_v, self.w_o = (nn.Linear(d_model, d_model) for _ in range(4))
+        self.attention_dropout = nn.Dropout(dropout)
+
+    def forward(self, query, key, value, mask=None):
+        q, k, v = (
+            split_heads_unflatten(w(x), self.n_heads)
+            for w, x in zip((self.w_q, self.w_k, self.w_v), (query, key, value), strict=True)
+        )
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+        if mask is not None:
+            scores = torch.where(mask, scores, -math.inf)
+        weights = torch.softmax(scores, dim=-1)
+        if mask is not None:
+            weights = torch.where(mask, weights, 0.0)
+        self.attn = weights
+        return self.w_o(merge_heads_flatten(self.attention_dropout(weights) @ v))
+
+
 ALTERNATIVES = {
     "split_heads": [split_heads_chunk, split_heads_permute, split_heads_unflatten],
     "merge_heads": [merge_heads_cat, merge_heads_reshape, merge_heads_flatten],
-    "MultiHeadAttention": [MultiHeadAttentionEinsum, MultiHeadAttentionFused, MultiHeadAttentionHeadsLast],
+    "MultiHeadAttention": [
+        MultiHeadAttentionEinsum,
+        MultiHeadAttentionFused,
+        MultiHeadAttentionHeadsLast,
+        MultiHeadAttentionDropoutModule,
+    ],
 }
