@@ -6,6 +6,7 @@ with its linear1 and linear2 weights copied in (the names match), for activation
 Inputs: [B, T, D] = [2, 5, 8] with d_ff = 20 (not 4 * D, so a hard-coded width shows).
 """
 
+import functools
 from types import SimpleNamespace
 
 import torch
@@ -15,11 +16,13 @@ from torch import nn
 from autograder.checks import core
 from autograder.checks.answers import Expected, answer
 from autograder.checks.device import random_tensor
+from autograder.checks.eval_mode import EVAL_DROPOUT, dropped, expect_dropout_off_in_eval
 from autograder.checks.oracles import feed_forward_state, torch_layer
 
 EXERCISE = "PositionwiseFeedForward"
 B, T, D, D_FF = 2, 5, 8, 20
 X = "[B, T, D]"
+SIGNATURE = 'PositionwiseFeedForward(d_model, d_ff, dropout=0.0, activation="relu")'
 ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
 
@@ -56,6 +59,7 @@ MISTAKES = core.catalogue(
         "GELU where ReLU was asked for": lambda ffn, x: _ffn(ffn, x, F.gelu),
         "sigmoid instead of ReLU": lambda ffn, x: _ffn(ffn, x, torch.sigmoid),
         "residual added inside the feed-forward network": lambda ffn, x: x + _ffn(ffn, x, _activation(ffn)),
+        "dropout also in eval mode": lambda ffn, x: _ffn(ffn, x, lambda h: dropped(ffn, _activation(ffn)(h))),
     },
 )
 
@@ -85,13 +89,30 @@ def compare(module, activation: str, x, expected: Expected) -> None:
     core.expect_close(EXERCISE, f"the output (activation={activation!r})", out, expected(), X, wrong)
 
 
-def build_with(cls, d_model: int, d_ff: int, activation: str | None, state=None):
-    """The learner's module in float64 on DEVICE (activation None: the default), ``state`` loaded."""
+def build_with(
+    cls, d_model: int, d_ff: int, activation: str | None, state=None, dropout: float | None = None
+):
+    """The learner's module in float64 on DEVICE (activation None: the default; dropout None: not
+    passed, so the default), ``state`` loaded."""
     kwargs = {} if activation is None else {"activation": activation}
+    if dropout is not None:
+        core.expect_parameter(EXERCISE, cls, "dropout", SIGNATURE)
+        kwargs["dropout"] = dropout
     module = core.build(EXERCISE, cls, d_model, d_ff, **kwargs)
     if state is not None:
         core.load_weights(EXERCISE, module, state)
     return module
+
+
+def expect_eval_without_dropout(cls, activation: str | None, state: dict, x, expected: Expected) -> None:
+    """The learner's module built with dropout = EVAL_DROPOUT, in eval mode, with ``state`` loaded:
+    two calls on x both give ``expected()``, dropout 0's output (computed after the learner's calls).
+    Torch's global random state is left as it was (building draws weights, a dropout draws masks)."""
+    d_ff, d_model = state["linear1.weight"].shape
+    with torch.random.fork_rng(devices=[]):
+        module = build_with(cls, d_model, d_ff, activation, state, dropout=EVAL_DROPOUT)
+        run = functools.partial(core.output, EXERCISE, module, {"x": x})
+        expect_dropout_off_in_eval(EXERCISE, MISTAKES, run, expected, X)
 
 
 # --- the checks ----------------------------------------------------------------------------
@@ -122,19 +143,27 @@ def _check_activation(cls, activation: str | None, seed: int) -> None:
     layer = torch_encoder_layer(D, D_FF, name, seed=seed)
     module = build_with(cls, D, D_FF, activation, feed_forward_state(layer))
     x = random_tensor(B, T, D, seed=seed + 10, scale=2.0)
-    compare(module, name, x, answer(torch_feed_forward, layer, x))
+    expected = answer(torch_feed_forward, layer, x)
+    compare(module, name, x, expected)
+    expect_eval_without_dropout(cls, activation, feed_forward_state(layer), x, expected)
 
 
 def check_feed_forward_relu(cls) -> None:
     """The default activation: equal to nn.TransformerEncoderLayer's linear2(relu(linear1(x)))."""
     _check_activation(cls, None, seed=20)
-    core.passed(f"{EXERCISE} with the default activation='relu' equals torch's linear2(relu(linear1(x)))")
+    core.passed(
+        f"{EXERCISE} with the default activation='relu' equals torch's linear2(relu(linear1(x))); built "
+        f"with dropout = {EVAL_DROPOUT}, it drops nothing in eval mode"
+    )
 
 
 def check_feed_forward_gelu(cls) -> None:
     """activation='gelu': equal to nn.TransformerEncoderLayer's linear2(gelu(linear1(x))), exact GELU."""
     _check_activation(cls, "gelu", seed=40)
-    core.passed(f"{EXERCISE} with activation='gelu' equals torch's linear2(gelu(linear1(x))) (exact GELU)")
+    core.passed(
+        f"{EXERCISE} with activation='gelu' equals torch's linear2(gelu(linear1(x))) (exact GELU); built "
+        f"with dropout = {EVAL_DROPOUT}, it drops nothing in eval mode"
+    )
 
 
 def expect_value_error(cls, activation: str) -> None:
