@@ -1,12 +1,19 @@
 """Which device a lesson and its checks use: CUDA, then Apple's MPS, then the CPU for the lesson;
-the checks wherever float64 exists. No GPU or MPS exists here: their availability is faked."""
+the CPU, in float64, for the checks. No GPU or MPS exists here: their availability is faked, and
+PyTorch's 'meta' device stands in for a lesson's device that is not the CPU."""
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 from autograder.checks import device
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -21,21 +28,17 @@ def machine(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    ("cuda", "mps", "lesson", "checks"),
+    ("cuda", "mps", "lesson"),
     [
-        (True, True, "cuda", "cuda"),  # CUDA first, even on a machine that also has MPS
-        (True, False, "cuda", "cuda"),
-        (False, True, "mps", "cpu"),  # MPS has no float64: the checks run on the CPU
-        (False, False, "cpu", "cpu"),
+        (True, True, "cuda"),  # CUDA first, even on a machine that also has MPS
+        (True, False, "cuda"),
+        (False, True, "mps"),
+        (False, False, "cpu"),
     ],
 )
-def test_the_lesson_takes_cuda_then_mps_then_the_cpu_and_the_checks_need_float64(
-    machine, cuda, mps, lesson, checks
-):
+def test_the_lesson_takes_cuda_then_mps_then_the_cpu(machine, cuda, mps, lesson):
     machine(cuda=cuda, mps=mps)
-    chosen = device.lesson_device(None)
-    assert chosen == torch.device(lesson)
-    assert device.checks_device(chosen) == torch.device(checks)
+    assert device.lesson_device(None) == torch.device(lesson)
 
 
 @pytest.mark.parametrize("wanted", ["cpu", "cuda", "cuda:1", "mps"])
@@ -46,37 +49,57 @@ def test_course_device_overrides_whatever_the_machine_has(machine, wanted):
     assert device.lesson_device(wanted) == torch.device(wanted)
 
 
-def test_grading_on_the_cpu_keeps_the_checks_there_on_a_machine_with_every_device(machine):
-    machine(cuda=True, mps=True)
-    assert device.checks_device(device.lesson_device("cpu")) == torch.device("cpu")
-
-
-def test_course_device_set_to_mps_still_checks_on_the_cpu():
-    assert device.checks_device(device.lesson_device("mps")) == torch.device("cpu")
-
-
 def test_a_course_device_that_names_no_device_says_what_was_expected():
     with pytest.raises(ValueError, match=r"COURSE_DEVICE='gpu' names no device: expected cpu, cuda"):
         device.lesson_device("gpu")
 
 
-def test_the_checks_device_holds_float64_where_the_lesson_device_may_not():
-    """What the split is for: float64 on the checks' device, here the CPU."""
-    x = torch.ones(2, dtype=device.DTYPE, device=device.checks_device(torch.device("mps")))
-    assert x.dtype == torch.float64 and x.device.type == "cpu"
+def _spy(*arguments: str) -> dict:
+    """tests/device_spy.py's findings, run where the lesson's device is 'meta' (no check can compute
+    there, and every machine has it): the device types of every tensor the checks handed to the
+    reference of every Python exercise, and the test cells that failed."""
+    run = subprocess.run(
+        [sys.executable, "-m", "tests.device_spy", *arguments],
+        env={**os.environ, "COURSE_DEVICE": "meta"},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    return json.loads(run.stdout.splitlines()[-1])
+
+
+def test_the_spy_sees_a_check_that_computes_on_the_lesson_s_device():
+    """Without the defence (the checks' device made the lesson's, as it was when the H200's CUDA
+    context died inside a check), the learner's code is handed the lesson's device's tensors."""
+    found = _spy("--checks-on-the-lesson-device", "Embedding")
+    assert found["devices"].get("meta", 0) > 0, found
+
+
+def test_every_tensor_a_check_hands_to_learner_code_is_on_the_cpu_whatever_the_lesson_s_device():
+    """What keeps a CUDA device-side assert out of the learner's kernel: every visible and hidden
+    test cell of lessons 01-11 hands the learner's code CPU tensors only (its arguments, and the
+    parameters and buffers of its modules), even where the lesson's own device is another, and
+    the reference still passes every cell there."""
+    found = _spy()
+    assert found["failures"] == []
+    assert set(found["devices"]) == {"cpu"} and found["devices"]["cpu"] > 1000, found
+
+
+def test_the_checks_compute_on_the_cpu_in_float64_on_every_machine():
+    assert (device.DEVICE, device.DTYPE) == (torch.device("cpu"), torch.float64)
 
 
 def test_the_device_line_says_where_the_experiments_and_where_the_checks_run():
     cpu, cuda, mps = torch.device("cpu"), torch.device("cuda"), torch.device("mps")
-    assert device.describe_devices(cpu, cpu, here=cpu) == (
+    assert device.describe_devices(cpu, here=cpu) == (
         "device: cpu for the lesson's experiments; "
         "the checks run on cpu, in float64 (the same verdicts on every machine)"
     )
-    on_a_gpu = device.describe_devices(cuda, cuda, here=cuda)  # lesson 10 trains on the GPU
-    assert on_a_gpu.startswith(
-        "device: cuda for the lesson's experiments; the checks run on cuda, in float64"
-    )
-    on_a_mac = device.describe_devices(mps, cpu, here=mps)
+    on_a_gpu = device.describe_devices(cuda, here=cuda)  # lesson 10 trains on the GPU
+    assert on_a_gpu.startswith("device: cuda for the lesson's experiments; the checks run on cpu, in float64")
+    on_a_mac = device.describe_devices(mps, here=mps)
     assert on_a_mac.startswith("device: mps for the lesson's experiments; the checks run on cpu, in float64")
 
 
@@ -84,12 +107,11 @@ def test_a_lesson_whose_experiments_stay_on_the_cpu_says_so_on_a_gpu_machine(mac
     """What the H200 showed: lesson 11 printed `device: cuda` and timed the CPU. By default the line
     names the CPU for the experiments, and the accelerator it leaves unused."""
     machine(cuda=True, mps=False)
-    here = device.lesson_device(None)
-    line = device.describe_devices(checks=device.checks_device(here), here=here)
+    line = device.describe_devices(here=device.lesson_device(None))
     assert line.startswith(
         "device: cpu for the lesson's experiments (cuda is here too; this lesson does not use it);"
     )
-    assert "the checks run on cuda, in float64" in line
+    assert "the checks run on cpu, in float64" in line
 
 
 def test_the_line_is_what_nbval_hides_whole():
@@ -102,12 +124,9 @@ def test_the_line_is_what_nbval_hides_whole():
     sanitize.read(Path(__file__).parent / "nbval_sanitize.cfg")
     pattern, replacement = sanitize["device"]["regex"], sanitize["device"]["replace"]
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
-    for line in (device.describe_devices(cpu, cpu, here=cpu), device.describe_devices(cpu, cuda, here=cuda)):
+    for line in (device.describe_devices(cpu, here=cpu), device.describe_devices(cpu, here=cuda)):
         assert re.sub(pattern, replacement, f"{line}\nnext line\n") == "device: <DEVICE>\nnext line\n"
 
 
-def test_the_module_s_devices_are_the_choice_for_this_machine_and_its_course_device():
-    import os
-
-    chosen = device.lesson_device(os.environ.get("COURSE_DEVICE"))
-    assert (device.LESSON_DEVICE, device.DEVICE) == (chosen, device.checks_device(chosen))
+def test_the_module_s_lesson_device_is_the_choice_for_this_machine_and_its_course_device():
+    assert device.LESSON_DEVICE == device.lesson_device(os.environ.get("COURSE_DEVICE"))

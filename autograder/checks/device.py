@@ -1,15 +1,18 @@
 """Where and how precisely the course computes.
 
-Two devices, because Apple's MPS has no float64:
+Two devices:
 
 - ``LESSON_DEVICE``, where a lesson's own work may run (training, experiments, timings): CUDA,
-  then MPS, then the CPU. A lesson whose experiments use it says so in its first cell
+  then Apple's MPS, then the CPU. A lesson whose experiments use it says so in its first cell
   (``describe_devices(LESSON_DEVICE)``); the others run theirs on the CPU;
-- ``DEVICE``, where the checks run, in float64 (``DTYPE``): the lesson's device when it has
-  float64 (CUDA or the CPU), the CPU instead of MPS. The checks call the learner's code on
-  their own tensors, so every machine gives the same verdicts.
+- ``DEVICE``, where the checks run: always the CPU, in float64 (``DTYPE``). The checks call the
+  learner's code on their own small tensors, so every machine gives the same verdicts; and a
+  learner's out-of-range index inside a check raises an ``IndexError`` on the CPU instead of a
+  CUDA device-side assert, which would leave the kernel's CUDA context unusable for every later
+  check and cell until a restart (what an H200 showed: one gather with the pad id, then 42
+  unrelated failures).
 
-``COURSE_DEVICE`` ("cpu", "cuda", "cuda:1", "mps") overrides the choice; grading sets "cpu".
+``COURSE_DEVICE`` ("cpu", "cuda", "cuda:1", "mps") overrides the lesson's choice; grading sets "cpu".
 """
 
 import contextlib
@@ -18,7 +21,6 @@ from collections.abc import Iterator
 
 import torch
 
-FLOAT64_LACKING = ("mps",)  # device types that cannot hold float64 tensors
 CPU = torch.device("cpu")
 
 
@@ -38,27 +40,20 @@ def lesson_device(wanted: str | None) -> torch.device:
     return torch.device("cpu")
 
 
-def checks_device(lesson: torch.device) -> torch.device:
-    """Where the checks compute in float64: the lesson's device, or the CPU when it lacks float64."""
-    return torch.device("cpu") if lesson.type in FLOAT64_LACKING else lesson
-
-
 LESSON_DEVICE = lesson_device(os.environ.get("COURSE_DEVICE"))
-DEVICE = checks_device(LESSON_DEVICE)
+DEVICE = CPU
 DTYPE = torch.float64  # checks compare in float64, so tolerances can be tight on every device
 
 
-def describe_devices(
-    experiments: torch.device = CPU, checks: torch.device = DEVICE, here: torch.device = LESSON_DEVICE
-) -> str:
-    """The line a lesson's first cell prints: where its own experiments (and timings) run, and where
-    the checks run. A lesson's experiments run on the CPU unless it moves them to ``LESSON_DEVICE``
-    and passes that here; when they leave this machine's accelerator (``here``) unused, the line
-    says so, so that a CPU timing is never read as a GPU's."""
+def describe_devices(experiments: torch.device = CPU, here: torch.device = LESSON_DEVICE) -> str:
+    """The line a lesson's first cell prints: where its own experiments (and timings) run, and that
+    the checks run on the CPU. A lesson's experiments run on the CPU unless it moves them to
+    ``LESSON_DEVICE`` and passes that here; when they leave this machine's accelerator (``here``)
+    unused, the line says so, so that a CPU timing is never read as a GPU's."""
     unused = f" ({here} is here too; this lesson does not use it)" if here != experiments else ""
     return (
         f"device: {experiments} for the lesson's experiments{unused}; "
-        f"the checks run on {checks}, in float64 (the same verdicts on every machine)"
+        f"the checks run on {DEVICE}, in float64 (the same verdicts on every machine)"
     )
 
 

@@ -22,11 +22,12 @@ everything (it is the learner's own code); the judge's end lets the learner's co
 the forward methods of the models it was handed.
 
 Shapes are whatever the callers pass; a tensor keeps its dtype, shape and requires_grad (not
-its strides: it arrives contiguous), and arrives on the CPU when this end has no such
-device. A tensor that crosses twice arrives as the same object with its latest values, so
-identity checks (two layers sharing one parameter) see what the sending end has. The
-kernel's end takes back a tensor of its own that returns unchanged as that very object, so
-that ``optim.SGD(model.parameters(), ...)`` asked for by the judge updates the kernel's model.
+its strides: it arrives contiguous), and arrives on the CPU, where the checks compute, whatever
+device it left (so no tensor a kernel sends can reach a GPU of the judge's). A tensor that
+crosses twice arrives as the same object with its latest values, so identity checks (two layers
+sharing one parameter) see what the sending end has. The kernel's end takes back a tensor of its
+own that returns unchanged as that very object, so that ``optim.SGD(model.parameters(), ...)``
+asked for by the judge updates the kernel's model.
 """
 
 import builtins
@@ -259,7 +260,6 @@ class Endpoint:
                 "tensor": len(tensors) - 1,
                 "dtype": str(value.dtype).removeprefix("torch."),
                 "shape": list(value.shape),
-                "device": value.device.type,
                 "id": id(value),
                 "parameter": isinstance(value, nn.Parameter),
                 "requires_grad": value.requires_grad,
@@ -311,8 +311,6 @@ class Endpoint:
                 tensor = nn.Parameter(tensor, requires_grad=bool(data.get("requires_grad")))
             elif data.get("requires_grad") and (tensor.is_floating_point() or tensor.is_complex()):
                 tensor.requires_grad_(True)
-            if data.get("device") == "cuda" and torch.cuda.is_available():
-                tensor = tensor.to("cuda")
             original = self._sent.get(int(data["origin"])) if data.get("origin") is not None else None
             if self.takes_back_originals and original is not None and _same_values(original, tensor):
                 return original  # ours, come back as it left: the same object again (its grad too)
