@@ -17,6 +17,7 @@ cross-attention, ...) usually crashes when T_tgt != T_src. The decoder checks th
 with T_tgt == T_src and name the mistake its output matches.
 """
 
+import functools
 from typing import Any
 
 import torch
@@ -25,6 +26,7 @@ from torch import nn
 from autograder.checks import core
 from autograder.checks.answers import Expected, torch_answer
 from autograder.checks.device import DEVICE, exact_matmul, random_tensor
+from autograder.checks.eval_mode import EVAL_DROPOUT, dropped, expect_dropout_off_in_eval
 from autograder.checks.oracles import (
     causal,
     decoder_layer_state,
@@ -40,6 +42,7 @@ B, T, T_SRC, T_TGT = 3, 5, 6, 4
 N_LAYERS = 2
 ENC_NAME, DEC_NAME = "EncoderLayer", "DecoderLayer"
 ENC_OUT, DEC_OUT = "[B, T, D]", "[B, T_tgt, D]"
+NO_DROP = f", and built with dropout = {EVAL_DROPOUT} drops nothing in eval mode"
 
 # --- how a layer's sub-layers can be wired (the right way and the known wrong ways) ------------
 
@@ -79,6 +82,11 @@ def _style(layer, wiring: str) -> str:
     return WIRINGS[wiring][bool(layer.norm_first)]
 
 
+def _kept(x: torch.Tensor) -> torch.Tensor:
+    """A sub-layer's output as the right layer leaves it in eval mode: nothing dropped."""
+    return x
+
+
 def encoder_layer_variant(
     layer,
     x,
@@ -89,17 +97,20 @@ def encoder_layer_variant(
     mask: bool = True,
     norms: tuple[str, str] = ("norm1", "norm2"),
     ffn_first: bool = False,
+    eval_dropout: bool = False,
 ):
-    """EncoderLayer.forward with one thing changed (the defaults compute the right answer)."""
+    """EncoderLayer.forward with one thing changed (the defaults compute the right answer);
+    ``eval_dropout``: each sub-layer's output dropped in every mode."""
     style = _style(layer, wiring)
     used = src_mask if mask else None
     attn_norm, ffn_norm = getattr(layer, norms[0]), getattr(layer, norms[1])
+    drop = functools.partial(dropped, layer) if eval_dropout else _kept
 
     def attention(h):
-        return _sublayer(h, attn_norm, lambda z: layer.self_attn(z, z, z, used), style, residual[0])
+        return _sublayer(h, attn_norm, lambda z: drop(layer.self_attn(z, z, z, used)), style, residual[0])
 
     def feed_forward(h):
-        return _sublayer(h, ffn_norm, layer.ffn, style, residual[1])
+        return _sublayer(h, ffn_norm, lambda z: drop(layer.ffn(z)), style, residual[1])
 
     return attention(feed_forward(x)) if ffn_first else feed_forward(attention(x))
 
@@ -117,16 +128,19 @@ def decoder_layer_variant(
     cross_mask: str = "src",
     cross: str = "right",
     norms: tuple[str, str, str] = ("norm1", "norm2", "norm3"),
+    eval_dropout: bool = False,
 ):
     """DecoderLayer.forward with one thing changed (the defaults compute the right answer).
 
     cross: "right" = cross_attn(x, memory, memory), "swapped" = cross_attn(memory, x, x),
     "self" = cross_attn(x, x, x), "normed memory" = Pre-LN with norm2 on the memory too.
-    Masks by name: "src", "tgt" or "none".
+    Masks by name: "src", "tgt" or "none". ``eval_dropout``: each sub-layer's output dropped in
+    every mode.
     """
     style = _style(layer, wiring)
     masks = {"src": src_mask, "tgt": tgt_mask, "none": None}
     n1, n2, n3 = (getattr(layer, name) for name in norms)
+    drop = functools.partial(dropped, layer) if eval_dropout else _kept
 
     def cross_attention(z):
         if cross == "swapped":
@@ -137,9 +151,12 @@ def decoder_layer_variant(
             return layer.cross_attn(z, n2(memory), n2(memory), masks[cross_mask])
         return layer.cross_attn(z, memory, memory, masks[cross_mask])
 
-    x = _sublayer(x, n1, lambda z: layer.self_attn(z, z, z, masks[self_mask]), style, residual[0])
-    x = _sublayer(x, n2, cross_attention, style, residual[1])
-    return _sublayer(x, n3, layer.ffn, style, residual[2])
+    def self_attention(z):
+        return drop(layer.self_attn(z, z, z, masks[self_mask]))
+
+    x = _sublayer(x, n1, self_attention, style, residual[0])
+    x = _sublayer(x, n2, lambda z: drop(cross_attention(z)), style, residual[1])
+    return _sublayer(x, n3, lambda z: drop(layer.ffn(z)), style, residual[2])
 
 
 ENCODER_LAYER_MISTAKES = core.catalogue(ENC_NAME, variant=encoder_layer_variant)
@@ -153,15 +170,17 @@ LAYER_ORDERS = {
 }
 
 
-def _stack_variant(stack, x, *args, order="right", final=True, each=False, masks="right"):
+def _stack_variant(stack, x, *args, order="right", final=True, each=False, masks="right", eval_dropout=False):
     """Encoder.forward (args: src_mask) or Decoder.forward (args: memory, src_mask, tgt_mask) with one
-    thing changed: which layers run (``order``), where the final norm goes, which masks the layers get."""
+    thing changed: which layers run (``order``), where the final norm goes, which masks the layers get,
+    whether each layer's output is dropped in every mode (``eval_dropout``)."""
     if masks == "none":  # the encoder's (src_mask,) or the decoder's (memory, src_mask, tgt_mask)
         args = (None,) if len(args) == 1 else (args[0], None, None)
     elif masks == "swapped":
         args = (args[0], args[2], args[1])
     for layer in list(stack.layers)[LAYER_ORDERS[order]]:
         x = layer(x, *args)
+        x = dropped(layer, x) if eval_dropout else x
         x = stack.norm(x) if each else x
     return stack.norm(x) if final else x
 
@@ -281,6 +300,20 @@ def _layer(cls, exercise: str, norm_first: bool, state: dict) -> nn.Module:
     return layer
 
 
+def expect_eval_without_dropout(
+    exercise: str, cls, args: tuple, norm_first: bool, state: dict, inputs: tuple, expected: Expected
+) -> None:
+    """The learner's module built with ``args``, dropout = EVAL_DROPOUT and ``norm_first``, in eval
+    mode, with ``state`` loaded: two calls on ``inputs`` both give ``expected()``, dropout 0's output
+    (computed after the learner's calls). Torch's global random state is left as it was."""
+    with torch.random.fork_rng(devices=[]):
+        module = core.build(exercise, cls, *args, dropout=EVAL_DROPOUT, norm_first=norm_first)
+        core.load_weights(exercise, module, state)
+        run = functools.partial(_output, exercise, module, *inputs)
+        letters = ENC_OUT if exercise.startswith("Encoder") else DEC_OUT
+        expect_dropout_off_in_eval(exercise, CATALOGUE[exercise], run, expected, letters)
+
+
 def _encoder_inputs(seed: int):
     return random_tensor(B, T, D, seed=seed), lengths_mask(ENC_LENGTHS, T)
 
@@ -311,7 +344,11 @@ def _encoder_layer_against_torch(cls, norm_first: bool, seed: int, masked: bool)
         }
     else:
         mask, torch_masks = None, {}
-    compare_encoder_layer(layer, norm_first, x, mask, torch_answer(oracle, x, **torch_masks))
+    expected = torch_answer(oracle, x, **torch_masks)
+    compare_encoder_layer(layer, norm_first, x, mask, expected)
+    if not masked:
+        state = encoder_layer_state(oracle)
+        expect_eval_without_dropout(ENC_NAME, cls, (D, H, D_FF), norm_first, state, (x, mask), expected)
     return layer, x, mask
 
 
@@ -329,13 +366,13 @@ def check_encoder_layer_shapes(cls) -> None:
 def check_encoder_layer_post_ln(cls) -> None:
     """Post-LN (norm_first=False): equal to nn.TransformerEncoderLayer with the same weights."""
     _encoder_layer_against_torch(cls, norm_first=False, seed=10, masked=False)
-    core.passed(f"{ENC_NAME} (Post-LN) equals torch's nn.TransformerEncoderLayer(norm_first=False)")
+    core.passed(f"{ENC_NAME} (Post-LN) equals torch's nn.TransformerEncoderLayer(norm_first=False){NO_DROP}")
 
 
 def check_encoder_layer_pre_ln(cls) -> None:
     """Pre-LN (norm_first=True): equal to nn.TransformerEncoderLayer(norm_first=True)."""
     _encoder_layer_against_torch(cls, norm_first=True, seed=20, masked=False)
-    core.passed(f"{ENC_NAME} (Pre-LN) equals torch's nn.TransformerEncoderLayer(norm_first=True)")
+    core.passed(f"{ENC_NAME} (Pre-LN) equals torch's nn.TransformerEncoderLayer(norm_first=True){NO_DROP}")
 
 
 def check_encoder_layer_mask(cls) -> None:
@@ -375,9 +412,11 @@ def _decoder_layer_against_torch(cls, norm_first: bool, seed: int, masked: bool)
     else:
         src_mask = tgt_mask = None
         torch_masks = {}
-    compare_decoder_layer(
-        layer, norm_first, x, memory, src_mask, tgt_mask, torch_answer(oracle, x, memory, **torch_masks)
-    )
+    expected = torch_answer(oracle, x, memory, **torch_masks)
+    compare_decoder_layer(layer, norm_first, x, memory, src_mask, tgt_mask, expected)
+    if not masked:
+        state, inputs = decoder_layer_state(oracle), (x, memory, src_mask, tgt_mask)
+        expect_eval_without_dropout(DEC_NAME, cls, (D, H, D_FF), norm_first, state, inputs, expected)
     return layer, x, memory, src_mask, tgt_mask
 
 
@@ -397,13 +436,13 @@ def check_decoder_layer_shapes(cls) -> None:
 def check_decoder_layer_post_ln(cls) -> None:
     """Post-LN (norm_first=False): equal to nn.TransformerDecoderLayer with the same weights."""
     _decoder_layer_against_torch(cls, norm_first=False, seed=60, masked=False)
-    core.passed(f"{DEC_NAME} (Post-LN) equals torch's nn.TransformerDecoderLayer(norm_first=False)")
+    core.passed(f"{DEC_NAME} (Post-LN) equals torch's nn.TransformerDecoderLayer(norm_first=False){NO_DROP}")
 
 
 def check_decoder_layer_pre_ln(cls) -> None:
     """Pre-LN (norm_first=True): equal to nn.TransformerDecoderLayer(norm_first=True)."""
     _decoder_layer_against_torch(cls, norm_first=True, seed=70, masked=False)
-    core.passed(f"{DEC_NAME} (Pre-LN) equals torch's nn.TransformerDecoderLayer(norm_first=True)")
+    core.passed(f"{DEC_NAME} (Pre-LN) equals torch's nn.TransformerDecoderLayer(norm_first=True){NO_DROP}")
 
 
 def check_decoder_layer_masks(cls) -> None:
@@ -496,8 +535,13 @@ def check_encoder_values(cls) -> None:
             ) from error
         if not _matches(mine, torch_answer(oracle.layers[0], x, **torch_masks)):
             raise _first_layer_fails("Encoder", "EncoderLayer", norm_first, "does not compute what")
-        compare_encoder(stack, x, padding, torch_answer(oracle, x, **torch_masks))
-    core.passed("Encoder equals torch's nn.TransformerEncoder with a final LayerNorm, Post-LN and Pre-LN")
+        expected = torch_answer(oracle, x, **torch_masks)
+        compare_encoder(stack, x, padding, expected)
+        args, state = (D, H, D_FF, N_LAYERS), stack_state(oracle)
+        expect_eval_without_dropout("Encoder", cls, args, norm_first, state, (x, padding), expected)
+    core.passed(
+        f"Encoder equals torch's nn.TransformerEncoder with a final LayerNorm, Post-LN and Pre-LN{NO_DROP}"
+    )
 
 
 def check_decoder_values(cls) -> None:
@@ -523,8 +567,13 @@ def check_decoder_values(cls) -> None:
             ) from error
         if not _matches(mine, torch_answer(oracle.layers[0], x, memory, **torch_masks)):
             raise _first_layer_fails("Decoder", "DecoderLayer", norm_first, "does not compute what")
-        compare_decoder(stack, x, memory, src_mask, tgt_mask, torch_answer(oracle, x, memory, **torch_masks))
-    core.passed("Decoder equals torch's nn.TransformerDecoder with a final LayerNorm, Post-LN and Pre-LN")
+        expected = torch_answer(oracle, x, memory, **torch_masks)
+        compare_decoder(stack, x, memory, src_mask, tgt_mask, expected)
+        args, state, inputs = (D, H, D_FF, N_LAYERS), stack_state(oracle), (x, memory, src_mask, tgt_mask)
+        expect_eval_without_dropout("Decoder", cls, args, norm_first, state, inputs, expected)
+    core.passed(
+        f"Decoder equals torch's nn.TransformerDecoder with a final LayerNorm, Post-LN and Pre-LN{NO_DROP}"
+    )
 
 
 CATALOGUE = {
