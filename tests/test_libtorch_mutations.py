@@ -63,6 +63,23 @@ def test_cpp_mistake_is_caught_and_named(compiled, exercise, mistake):
         pytest.fail(f"the hidden tests of {exercise} accept the C++ mistake {mistake!r}")
 
 
+EVAL_DROPOUT_CASES = [e for e, mutants in variants.MUTANTS.items() if "dropout also in eval mode" in mutants]
+
+
+@pytest.mark.parametrize("exercise", EVAL_DROPOUT_CASES)
+def test_dropout_left_on_in_eval_passes_every_cell_built_with_dropout_0(compiled, monkeypatch, exercise):
+    """What the eval-mode check adds: without it (patched off), torch::dropout(x, p, true) passes
+    every visible and hidden part, as it did when the checks built the modules with dropout 0 only."""
+    monkeypatch.setattr(checks, "expect_dropout_off_in_eval", lambda *args, **kwargs: None)
+    mutant = compiled[exercise, "dropout also in eval mode"]
+    for cell in VISIBLE[exercise] + HIDDEN[exercise]:
+        cell(mutant)
+    monkeypatch.undo()
+    with pytest.raises(CheckFailure, match="returned two different outputs for the same input"):
+        for cell in VISIBLE[exercise]:
+            cell(mutant)
+
+
 @pytest.mark.parametrize("exercise", sorted(variants.REFERENCES))
 def test_nbgraders_stub_compiles_and_is_not_implemented(compiled, exercise):
     for cell in VISIBLE[exercise] + HIDDEN[exercise]:

@@ -4,25 +4,31 @@ The learner's C++ comes to the checks compiled (``autograder.libtorch``), as an 
 submodules are the registered C++ ones, so the checks are those of lessons 01, 07 and 05 in
 spirit: the same oracles (``nn.Embedding`` times sqrt(D), ``nn.TransformerEncoderLayer``'s
 feed-forward block, ``nn.MultiheadAttention``) with their weights loaded by the contract's names,
-float64 inputs with B != T and T_q != T_k, and a mask that leaves one query no key at all. What
-differs is the catalogue: the mistakes are the ones C++ code makes, and the hints speak C++.
+float64 inputs with B != T and T_q != T_k, a mask that leaves one query no key at all, and the
+modules with a dropout built once more with dropout 0.3, which in eval mode must drop nothing. What
+differs is the catalogue: the mistakes are the ones C++ code makes, and the hints speak C++, but for
+the mistakes lessons 03 and 05 name too (shared_with), whose hints are written once, there.
 
 Lesson 12 is answered in C++: every check and hidden test first makes sure (``expect_compiled``)
 that what it received is a class ``compile_module`` built for the exercise's own module, so that a
 Python class put in its place (``CppEmbedding = Embedding`` in a cell added below) scores nothing.
 """
 
+import functools
 import math
 from types import SimpleNamespace
 from typing import Any
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from autograder import libtorch
 from autograder.checks import core, multi_head
+from autograder.checks.answers import Expected, answer
 from autograder.checks.device import random_mask, random_tensor
 from autograder.checks.embedding import tokens_for
+from autograder.checks.eval_mode import DROPOUT_IN_EVAL, EVAL_DROPOUT, expect_dropout_off_in_eval
 from autograder.checks.feed_forward import torch_encoder_layer, torch_feed_forward
 from autograder.checks.multi_head import keeps_global_rng, torch_expected
 from autograder.checks.oracles import feed_forward_state, mha_state, torch_mha
@@ -78,6 +84,12 @@ def built(exercise: str, cls: Any, *args: Any) -> Any:
     return core.build(exercise, cls, *args)
 
 
+def by_value(mistakes: list[core.Mistake]) -> list[core.Mistake]:
+    """The mistakes an output is matched against: all but dropout in eval mode, whose output is
+    random (``expect_dropout_off_in_eval`` tells it by two calls that differ)."""
+    return [mistake for mistake in mistakes if mistake.name != DROPOUT_IN_EVAL]
+
+
 # ------------------------------------------------------------------------------ Embedding
 
 EMBEDDING_MISTAKES = core.catalogue(
@@ -129,8 +141,10 @@ def check_cpp_embedding(cls) -> None:
 # ------------------------------------------------------------------------------ feed-forward
 
 
-def _ffn(module, x, activation=torch.relu, after=False):
-    out = module.linear2(activation(module.linear1(x)))
+def _ffn(module, x, activation=torch.relu, after=False, dropped=0.0):
+    """linear2(relu(linear1(x))) with one thing changed; ``dropped``: dropout that stays on."""
+    hidden = activation(module.linear1(x))
+    out = module.linear2(F.dropout(hidden, dropped, training=True) if dropped else hidden)
     return torch.relu(out) if after else out
 
 
@@ -139,6 +153,7 @@ FEED_FORWARD_MISTAKES = core.catalogue(
     {
         "no ReLU": lambda module, x: _ffn(module, x, activation=lambda h: h),
         "ReLU after linear2 too": lambda module, x: _ffn(module, x, after=True),
+        DROPOUT_IN_EVAL: lambda module, x: _ffn(module, x, dropped=EVAL_DROPOUT),
     },
 )
 
@@ -146,13 +161,23 @@ FEED_FORWARD_MISTAKES = core.catalogue(
 def compare_feed_forward(module, x: torch.Tensor, expected: torch.Tensor) -> None:
     out = core.output(FEED_FORWARD, module, {"x": x})
     stand_in = SimpleNamespace(linear1=module.linear1, linear2=module.linear2)
-    wrong = core.mistake_outputs(FEED_FORWARD_MISTAKES, stand_in, x)
+    wrong = core.mistake_outputs(by_value(FEED_FORWARD_MISTAKES), stand_in, x)
     core.expect_close(FEED_FORWARD, "the output", out, expected, "[B, T, D]", wrong)
 
 
-def feed_forward_module(cls, d_model: int, d_ff: int):
-    """The learner's compiled PositionwiseFeedForward(d_model, d_ff), its two layers checked."""
-    module = built(FEED_FORWARD, cls, d_model, d_ff)
+def expect_feed_forward_in_eval(cls, state: dict, x: torch.Tensor, expected: Expected) -> None:
+    """The module built with dropout = EVAL_DROPOUT and the weights ``state``, in eval mode, gives
+    ``expected()`` on two calls on ``x``: it drops nothing."""
+    module = feed_forward_module(cls, x.size(-1), state["linear1.weight"].size(0), EVAL_DROPOUT)
+    core.load_weights(FEED_FORWARD, module, state, "linear1, linear2")
+    run = functools.partial(core.output, FEED_FORWARD, module, {"x": x})
+    expect_dropout_off_in_eval(FEED_FORWARD, FEED_FORWARD_MISTAKES, run, expected, "[B, T, D]")
+
+
+def feed_forward_module(cls, d_model: int, d_ff: int, dropout: float = 0.0):
+    """The learner's compiled PositionwiseFeedForward(d_model, d_ff, dropout), in eval mode, its two
+    layers checked."""
+    module = built(FEED_FORWARD, cls, d_model, d_ff, dropout)
     for name, shape in (("linear1", (d_ff, d_model)), ("linear2", (d_model, d_ff))):
         how = REGISTER.format(name=name) + "."
         linear = core.expect_attribute(FEED_FORWARD, module, name, nn.Linear, "a torch::nn::Linear", how)
@@ -161,6 +186,7 @@ def feed_forward_module(cls, d_model: int, d_ff: int):
     return module
 
 
+@keeps_global_rng  # a dropout left on in eval mode draws from it
 def check_cpp_feed_forward(cls) -> None:
     """linear1: D -> d_ff, linear2: d_ff -> D, registered; equal to torch's linear2(relu(linear1(x)))."""
     layer = torch_encoder_layer(D, D_FF, "relu", seed=20)
@@ -168,22 +194,28 @@ def check_cpp_feed_forward(cls) -> None:
     core.load_weights(FEED_FORWARD, module, feed_forward_state(layer), "linear1, linear2")
     x = random_tensor(B, T, D, seed=30, scale=2.0)
     compare_feed_forward(module, x, torch_feed_forward(layer, x))
-    core.passed(f"{FEED_FORWARD} registers linear1 and linear2 and equals torch's linear2(relu(linear1(x)))")
+    expected = answer(torch_feed_forward, layer, x)
+    expect_feed_forward_in_eval(cls, feed_forward_state(layer), x, expected)
+    core.passed(
+        f"{FEED_FORWARD} registers linear1 and linear2 and equals torch's linear2(relu(linear1(x))); "
+        f"built with dropout = {EVAL_DROPOUT}, it drops nothing in eval mode"
+    )
 
 
 # ------------------------------------------------------------------------------ multi-head attention
 
 
-def _attention(q, k, v, mask, scale, fill=-math.inf, zero_masked_rows=True):
-    """softmax(q kᵀ / scale) v; masked scores are ``fill``, and masked weights zeroed after the
-    softmax unless ``zero_masked_rows`` is False (then a fully masked row gets uniform weights)."""
+def _attention(q, k, v, mask, scale, fill=-math.inf, zero_masked_rows=True, dim=-1, dropped=0.0):
+    """softmax(q kᵀ / scale) v, the softmax over ``dim``; masked scores are ``fill``, and masked
+    weights zeroed after the softmax unless ``zero_masked_rows`` is False (then a fully masked row
+    gets uniform weights); ``dropped``: dropout on the weights that stays on in eval mode."""
     scores = q @ k.transpose(-2, -1) / scale
     if mask is not None:
         scores = scores.masked_fill(~mask, fill)
-    weights = torch.softmax(scores, dim=-1)
+    weights = torch.softmax(scores, dim=dim)
     if mask is not None and zero_masked_rows:
         weights = weights.masked_fill(~mask, 0.0)
-    return weights @ v
+    return (F.dropout(weights, dropped, training=True) if dropped else weights) @ v
 
 
 def _split(x, h):
@@ -195,14 +227,29 @@ def _split_view_only(x, h):
     return x.reshape(x.size(0), h, x.size(1), x.size(2) // h)
 
 
-def _mha(m, query, key, value, mask=None, *, split=_split, scale=None, out=True, invert=False, seeds=False):
+def _mha(
+    m,
+    query,
+    key,
+    value,
+    mask=None,
+    *,
+    split=_split,
+    scale=None,
+    out=True,
+    invert=False,
+    seeds=False,
+    dim=-1,
+    dropped=0.0,
+):
     """The multi-head computation with one thing changed: the skeleton the mistakes share."""
     h = m.n_heads
     q, k, v = split(m.w_q(query), h), split(m.w_k(key), h), split(m.w_v(value), h)
     scale = math.sqrt(q.size(-1)) if scale is None else scale
     if mask is not None and invert:
         mask = ~mask
-    heads = _attention(q, k, v, mask, scale, *((-1e9, False) if seeds else ()))
+    fill, zero_masked_rows = (-1e9, False) if seeds else (-math.inf, True)
+    heads = _attention(q, k, v, mask, scale, fill, zero_masked_rows, dim, dropped)
     merged = heads.transpose(1, 2).reshape(query.size(0), query.size(1), -1)
     return m.w_o(merged) if out else merged
 
@@ -210,9 +257,11 @@ def _mha(m, query, key, value, mask=None, *, split=_split, scale=None, out=True,
 MHA_MISTAKES = core.catalogue(
     MHA,
     {
+        "no scaling": lambda m, q, k, v, mask=None: _mha(m, q, k, v, mask, scale=1.0),
         "scores divided by d_model instead of sqrt(d_k)": lambda m, q, k, v, mask=None: _mha(
             m, q, k, v, mask, scale=q.size(-1)
         ),
+        "softmax over the wrong dimension": lambda m, q, k, v, mask=None: _mha(m, q, k, v, mask, dim=-2),
         "heads split with view, without transpose": lambda m, q, k, v, mask=None: _mha(
             m, q, k, v, mask, split=_split_view_only
         ),
@@ -221,6 +270,7 @@ MHA_MISTAKES = core.catalogue(
             m, q, k, v, mask, seeds=True
         ),
         "no output projection": lambda m, q, k, v, mask=None: _mha(m, q, k, v, mask, out=False),
+        DROPOUT_IN_EVAL: lambda m, q, k, v, mask=None: _mha(m, q, k, v, mask, dropped=EVAL_DROPOUT),
     },
 )
 
@@ -234,7 +284,7 @@ def compare_mha(module, n_heads, query, key, value, mask, expected_out, expected
     letters = {"B": query.size(0), "h": n_heads, "T_q": query.size(1), "T_k": key.size(1), "D": query.size(2)}
     with core.sizes(letters | {"d_k": query.size(2) // n_heads}, multi_head.MHA_CAUSES):
         out = core.output(MHA, module, {"query": query, "key": key, "value": value, "mask": mask})
-    wrong = core.mistake_outputs(MHA_MISTAKES, _stand_in(module, n_heads), query, key, value, mask)
+    wrong = core.mistake_outputs(by_value(MHA_MISTAKES), _stand_in(module, n_heads), query, key, value, mask)
     core.expect_close(MHA, "the output", out, expected_out, "[B, T_q, D]", wrong)
     attn = getattr(module, "attn", None)
     if not isinstance(attn, torch.Tensor) or attn.dim() == 0:
@@ -250,6 +300,15 @@ def _mha_module(cls, seed: int):
     module = built(MHA, cls, D_MHA, H)
     core.load_weights(MHA, module, mha_state(torch_module), "w_q, w_k, w_v, w_o")
     return torch_module, module
+
+
+def expect_mha_in_eval(cls, n_heads: int, state: dict, inputs: dict[str, Any], expected: Expected) -> None:
+    """The module built with dropout = EVAL_DROPOUT and the weights ``state``, in eval mode, gives
+    ``expected()`` on two calls on ``inputs`` (query, key, value, mask): it drops nothing."""
+    module = built(MHA, cls, state["w_q.weight"].size(0), n_heads, EVAL_DROPOUT)
+    core.load_weights(MHA, module, state, "w_q, w_k, w_v, w_o")
+    run = functools.partial(core.output, MHA, module, inputs)
+    expect_dropout_off_in_eval(MHA, MHA_MISTAKES, run, expected, "[B, T_q, D]")
 
 
 def _inputs(seed: int):
@@ -296,7 +355,13 @@ def check_cpp_mha_cross_attention(cls) -> None:
     query, key, value = _inputs(seed=310)
     expected, weights = torch_expected(torch_module, query, key, value)
     compare_mha(module, H, query, key, value, None, expected, weights)
-    core.passed(f"{MHA} equals nn.MultiheadAttention for cross-attention, T_q={T_Q} != T_k={T_K}")
+    inputs = {"query": query, "key": key, "value": value, "mask": None}
+    output = answer(lambda: torch_expected(torch_module, query, key, value)[0])
+    expect_mha_in_eval(cls, H, mha_state(torch_module), inputs, output)
+    core.passed(
+        f"{MHA} equals nn.MultiheadAttention for cross-attention, T_q={T_Q} != T_k={T_K}; "
+        f"built with dropout = {EVAL_DROPOUT}, it drops nothing in eval mode"
+    )
 
 
 def mask_with_an_empty_row(seed: int) -> torch.Tensor:

@@ -1,13 +1,15 @@
 """Hidden tests for lesson 12: the C++ modules against the Python reference, fresh sizes and values.
 
 The Python reference of lessons 01, 07 and 05 is the oracle here: the learner's C++ module gets the
-reference's fresh random weights by name (strict), and both run on the same fresh inputs.
+reference's fresh random weights by name (strict), and both run on the same fresh inputs; a module
+with dropout is then built again with dropout > 0, and in eval mode must give the same output twice.
 """
 
 import torch
 
 from autograder.checks import core
 from autograder.checks import libtorch as checks
+from autograder.checks.answers import answer
 from autograder.checks.device import DEVICE, DTYPE
 from autograder.checks.embedding import tokens_for
 from autograder.checks.multi_head import keeps_global_rng
@@ -51,6 +53,7 @@ def hidden_cpp_feed_forward(fresh: Fresh, cls, trials: int = 3) -> None:
         with torch.no_grad():
             expected = reference(x)
         checks.compare_feed_forward(module, x, expected)
+        checks.expect_feed_forward_in_eval(cls, reference.state_dict(), x, answer(reference, x))
 
 
 @keeps_global_rng
@@ -73,3 +76,5 @@ def hidden_cpp_multi_head_attention(fresh: Fresh, cls, trials: int = 2) -> None:
             with torch.no_grad():
                 expected = reference(query, key, value, mask)
             checks.compare_mha(module, h, query, key, value, mask, expected, reference.attn)
+        inputs = {"query": query, "key": key, "value": value, "mask": masks[-1]}
+        checks.expect_mha_in_eval(cls, h, reference.state_dict(), inputs, answer(reference, *inputs.values()))

@@ -37,6 +37,18 @@ struct EmbeddingImpl : torch::nn::Module {
 };
 """
 
+EMBEDDING_INT = """
+struct EmbeddingImpl : torch::nn::Module {
+  // int arguments, not int64_t, and std::sqrt of the int itself (a double)
+  EmbeddingImpl(int vocab_size, int d_model) : scale(std::sqrt(d_model)) {
+    lut = register_module("lut", torch::nn::Embedding(vocab_size, d_model));
+  }
+  torch::Tensor forward(torch::Tensor tokens) { return lut->forward(tokens) * scale; }
+  torch::nn::Embedding lut{nullptr};
+  double scale;
+};
+"""
+
 FEED_FORWARD_CLAMP = """
 struct PositionwiseFeedForwardImpl : torch::nn::Module {
   // ReLU as clamp_min(0), members registered in the initialiser list
@@ -71,6 +83,23 @@ struct PositionwiseFeedForwardImpl : torch::nn::Module {
 };
 """
 
+FEED_FORWARD_INT = """
+namespace F = torch::nn::functional;
+struct PositionwiseFeedForwardImpl : torch::nn::Module {
+  // int sizes and a float probability; functional dropout told the module's mode
+  PositionwiseFeedForwardImpl(int d_model, int d_ff, float dropout) : p(dropout) {
+    linear1 = register_module("linear1", torch::nn::Linear(d_model, d_ff));
+    linear2 = register_module("linear2", torch::nn::Linear(d_ff, d_model));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    auto hidden = torch::relu(linear1(x));
+    return linear2(F::dropout(hidden, F::DropoutFuncOptions().p(p).training(is_training())));
+  }
+  torch::nn::Linear linear1{nullptr}, linear2{nullptr};
+  float p;
+};
+"""
+
 MHA_EINSUM = """
 struct MultiHeadAttentionImpl : torch::nn::Module {
   // reshape and permute, einsum for the scores, torch::where for the mask, NaN rows set to zero
@@ -100,6 +129,42 @@ struct MultiHeadAttentionImpl : torch::nn::Module {
   int64_t h;
   double p;
   std::vector<torch::nn::Linear> linears;
+  torch::Tensor attn;
+};
+"""
+
+MHA_EINSUM_INT = """
+struct MultiHeadAttentionImpl : torch::nn::Module {
+  // int sizes; the heads stay [B, T, h, d_k] and torch::einsum contracts them (no transpose);
+  // a registered torch::nn::Dropout, which .eval() switches off
+  MultiHeadAttentionImpl(int d_model, int n_heads, double dropout) : h(n_heads), d_k(d_model / n_heads) {
+    TORCH_CHECK_VALUE(d_model % n_heads == 0, "d_model must be a multiple of n_heads");
+    w_q = register_module("w_q", torch::nn::Linear(d_model, d_model));
+    w_k = register_module("w_k", torch::nn::Linear(d_model, d_model));
+    w_v = register_module("w_v", torch::nn::Linear(d_model, d_model));
+    w_o = register_module("w_o", torch::nn::Linear(d_model, d_model));
+    drop = register_module("drop", torch::nn::Dropout(dropout));
+  }
+  torch::Tensor forward(torch::Tensor query, torch::Tensor key, torch::Tensor value,
+                        std::optional<torch::Tensor> mask) {
+    const int batch = query.size(0);
+    auto q = w_q(query).view({batch, -1, h, d_k});
+    auto k = w_k(key).view({batch, -1, h, d_k});
+    auto v = w_v(value).view({batch, -1, h, d_k});
+    auto scores = torch::einsum("bqhd,bkhd->bhqk", {q, k}) / std::sqrt(d_k);
+    if (mask.has_value()) {
+      scores = scores.masked_fill(mask.value() == 0, -INFINITY);
+    }
+    attn = torch::softmax(scores, -1);
+    if (mask.has_value()) {
+      attn = attn.masked_fill(mask.value() == 0, 0);
+    }
+    auto out = torch::einsum("bhqk,bkhd->bqhd", {drop(attn), v});
+    return w_o(out.reshape({batch, -1, h * d_k}));
+  }
+  int h, d_k;
+  torch::nn::Linear w_q{nullptr}, w_k{nullptr}, w_v{nullptr}, w_o{nullptr};
+  torch::nn::Dropout drop{nullptr};
   torch::Tensor attn;
 };
 """
@@ -143,14 +208,20 @@ struct MultiHeadAttentionImpl : torch::nn::Module {
 """
 
 CPP_ALTERNATIVES = {
-    "CppEmbedding": {"EmbeddingFunctional": EMBEDDING_FUNCTIONAL, "EmbeddingMul": EMBEDDING_MUL},
+    "CppEmbedding": {
+        "EmbeddingFunctional": EMBEDDING_FUNCTIONAL,
+        "EmbeddingMul": EMBEDDING_MUL,
+        "EmbeddingInt": EMBEDDING_INT,
+    },
     "CppPositionwiseFeedForward": {
         "FeedForwardClamp": FEED_FORWARD_CLAMP,
         "FeedForwardFunctional": FEED_FORWARD_FUNCTIONAL,
+        "FeedForwardInt": FEED_FORWARD_INT,
     },
     "CppMultiHeadAttention": {
         "MultiHeadAttentionEinsum": MHA_EINSUM,
         "MultiHeadAttentionHeadByHead": MHA_HEAD_BY_HEAD,
+        "MultiHeadAttentionEinsumInt": MHA_EINSUM_INT,
     },
 }
 
@@ -177,8 +248,16 @@ MUTANTS = {
                 "return torch::relu(linear2(torch::dropout(hidden, dropout_p, is_training())));",
             )
         ],
+        "dropout also in eval mode": [
+            (
+                "torch::dropout(hidden, dropout_p, is_training())",
+                "torch::dropout(hidden, dropout_p, /*train=*/true)",
+            )
+        ],
     },
     "CppMultiHeadAttention": {
+        "no scaling": [(" / std::sqrt(static_cast<double>(d_k))", "")],
+        "softmax over the wrong dimension": [("torch::softmax(scores, -1)", "torch::softmax(scores, -2)")],
         "scores divided by d_model instead of sqrt(d_k)": [
             ("/ std::sqrt(static_cast<double>(d_k))", "/ static_cast<double>(h * d_k)")
         ],
@@ -194,6 +273,12 @@ MUTANTS = {
             ("weights = weights.masked_fill(mask->logical_not(), 0.0);", ""),
         ],
         "no output projection": [("return w_o(out.transpose(1, 2)", "return (out.transpose(1, 2)")],
+        "dropout also in eval mode": [
+            (
+                "torch::dropout(weights, dropout_p, is_training())",
+                "torch::dropout(weights, dropout_p, /*train=*/true)",
+            )
+        ],
     },
 }
 
