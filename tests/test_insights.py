@@ -5,7 +5,9 @@ per catalogued mistake (a learner counts once), the visible-only learners, the s
 failed gradings, in the page and in the CSV. Then from a class graded by the pipeline whose
 mistakes were planted: the bundled samples of lessons 01 and 03 and learners made from the
 reference solution with one known mistake each (as autograder/authoring/samples.py makes ben's),
-among them one whose answer is right only for the sizes the visible checks use.
+among them one whose answer is right only for the sizes the visible checks use, and cho's
+untouched stubs, which count as not attempted. Between the two: the catalogue's hints, the
+failures no mistake names, one lesson's page alone, and the gradebook's manual scores.
 """
 
 import base64
@@ -27,7 +29,7 @@ from autograder.engine.verdicts import CellVerdict, Verdict
 from autograder.hidden.core import SEED_VARIABLE
 from autograder.instructor import insights_page
 from autograder.instructor.insights import COLUMNS, insights, read_class
-from autograder.instructor.insights_data import CellRate
+from autograder.instructor.insights_data import CellRate, ManualScore
 
 LESSON = "03_attention"
 HOSTILE = '<script>alert("x")</script> & <b>bold</b>'  # a mistake's name, as a catalogue could hold it
@@ -206,6 +208,103 @@ def test_no_verdicts_or_a_broken_one_says_what_was_expected(tmp_path):
     assert not (tmp_path / "insights").exists()
 
 
+ATTENTION, NO_SCALING = "scaled_dot_product_attention", "no scaling"
+HINT = "The scores are not scaled: divide q kᵀ by sqrt(d_k) before the softmax."
+
+
+def teaching_class(workspace: Path) -> None:
+    """Lesson 03 with the catalogue's own names: ann's checks name a mistake, bea's code fails with
+    none named, cid's stub still raises NotImplementedError in both cells; lesson 01 for ann."""
+    values, shapes = f"test_{ATTENTION}_values", f"test_{ATTENTION}_shapes"
+    named = _cell(ATTENTION, 0, 2, False, None, [NO_SCALING])
+    _write(workspace, _verdict("ann", {shapes: _cell(ATTENTION, 1, 1, True), values: named}))
+    _write(workspace, _verdict("bea", {
+        shapes: _cell(ATTENTION, 0, 1, False), values: _cell(ATTENTION, 0, 2, False)}))  # fmt: skip
+    _write(workspace, _verdict("cid", {
+        shapes: CellVerdict(ATTENTION, 0, 1, False, None, [], unwritten=True),
+        values: CellVerdict(ATTENTION, 0, 2, False, None, [], unwritten=True)}))  # fmt: skip
+    _write(
+        workspace,
+        _verdict("ann", {"test_Embedding_values": _cell("Embedding", 3, 3, True)}, lesson="01_embedding"),
+    )
+
+
+def test_the_hint_beside_each_mistake_and_a_row_per_cell_for_what_no_mistake_explains(tmp_path):
+    teaching_class(tmp_path)
+    page = insights(tmp_path).read_text()
+    rows = [row for row in _csv(tmp_path / "insights") if row["lesson"] == LESSON]
+
+    [mistake] = [r for r in rows if r["kind"] == "mistake"]
+    assert (mistake["item"], mistake["students"], mistake["hint"]) == (NO_SCALING, "ann", HINT)
+    by_cell = {(r["kind"], r["item"]): (r["value"], r["out_of"], r["students"]) for r in rows}
+    values, shapes = f"test_{ATTENTION}_values", f"test_{ATTENTION}_shapes"
+    assert by_cell["not attempted", shapes] == by_cell["not attempted", values] == ("1", "3", "cid")
+    assert by_cell["no named mistake", shapes] == ("1", "3", "bea")  # ann passed it
+    assert by_cell["no named mistake", values] == ("1", "3", "bea")  # ann's failure has a name
+    cells = _Elements(page).cells
+    assert cells[cells.index(NO_SCALING) + 2] == HINT  # beside the mistake, after its count
+    assert "1: cid" in cells and "1: bea" in cells
+
+
+def test_an_old_verdict_file_without_the_stub_record_reads_as_attempted(tmp_path):
+    """Verdicts written before grading recorded stubs have no 'unwritten': no cell is claimed
+    not attempted on their account."""
+    teaching_class(tmp_path)
+    file = verdicts.path(tmp_path, LESSON, "cid")
+    data = json.loads(file.read_text())
+    for cell in data["cells"].values():
+        del cell["unwritten"]
+    file.write_text(json.dumps(data))
+    (attention,) = read_class(tmp_path, LESSON)
+    assert attention.unwritten == {} and attention.unexplained[f"test_{ATTENTION}_shapes"] == ["bea", "cid"]
+
+
+def test_one_lesson_gets_a_page_and_a_table_of_its_own(tmp_path):
+    teaching_class(tmp_path)
+    page = insights(tmp_path, lesson=LESSON)
+    assert page == tmp_path / "insights" / LESSON / "index.html"
+    assert {row["lesson"] for row in _csv(page.parent)} == {LESSON}
+    text = page.read_text()
+    assert f'id="{LESSON}"' in text and 'id="01_embedding"' not in text
+    with pytest.raises(ValueError, match="'3_attention' is no lesson; expected one of 01_embedding"):
+        insights(tmp_path, lesson="3_attention")
+    with pytest.raises(FileNotFoundError, match=r"no verdict files of 05_multi_head \(lessons with verdicts: "
+                       r"01_embedding, 03_attention\)"):  # fmt: skip
+        insights(tmp_path, lesson="05_multi_head")
+
+
+def test_manual_scores_in_the_gradebook_reach_the_csv_and_the_page(tmp_path):
+    """A grader gave bea 1.5 of 2 by hand in the Formgrader: the gradebook holds it, and the
+    insights show it beside the autograded 0; a workspace without a gradebook gets none made."""
+    from nbgrader.api import Gradebook
+
+    from autograder.engine.nbgrader_config import COURSE_ID
+    from autograder.engine.pipeline import sqlite_url
+
+    teaching_class(tmp_path)
+    insights(tmp_path)
+    assert not (tmp_path / "gradebook.db").exists()
+    notebook, values = "attention", f"test_{ATTENTION}_values"
+    with Gradebook(sqlite_url(tmp_path), course_id=COURSE_ID) as gradebook:
+        gradebook.add_assignment(LESSON)
+        gradebook.add_notebook(notebook, LESSON)
+        gradebook.add_grade_cell(values, notebook, LESSON, max_score=2, cell_type="code")
+        for student in ("bea", "zed"):  # zed has no verdict: not in the insights
+            gradebook.add_student(student)
+            gradebook.add_submission(LESSON, student)
+            grade = gradebook.find_grade(values, notebook, LESSON, student)
+            grade.auto_score, grade.manual_score = 0.0, 1.5
+        gradebook.db.commit()
+    (attention,) = read_class(tmp_path, LESSON)
+    assert attention.manual == [ManualScore("bea", values, ATTENTION, 1.5, 2.0, 0.0)]
+    page = insights(tmp_path).read_text()
+    [row] = [r for r in _csv(tmp_path / "insights") if r["kind"] == "manual score"]
+    assert (row["lesson"], row["exercise"], row["item"], row["value"], row["out_of"], row["note"]) == (
+        LESSON, ATTENTION, "bea", "1.5", "2", f"{values} (autograded 0)"
+    )  # fmt: skip
+    assert "Scored by hand" in page and "1.5 of 2" in _Elements(page).cells
+
+
 # A class graded by the pipeline. Lesson 03: learner -> (the edits to the reference's code, the
 # test cells it passes, the catalogued mistakes it hits); ada, ben and cho are the bundled samples.
 SDPA = "scaled_dot_product_attention"
@@ -300,6 +399,10 @@ def test_a_graded_class_shows_the_mistakes_planted(graded_class, lesson):
         *(passes for _, passes, _ in planted.values())
     )
     assert found.visible_only == ({SDPA: VISIBLE_ONLY} if lesson == LESSON else {})
+    # cho handed in the untouched stubs: every cell not attempted, cho in no other count
+    assert found.unwritten == {cell.grade_id: ["cho"] for cell in found.cells}
+    assert not any("cho" in students for students in found.unexplained.values())
+    assert all(found.hints[key] for key in found.hints)  # every mistake named has its hint
 
 
 def test_a_graded_class_reads_the_same_in_the_csv(graded_class, tmp_path):

@@ -80,10 +80,17 @@ class _LearnerNames(dict):
 
 
 def run_test_cell(
-    source: str, grade_id: str, namespace: dict, endpoint: Endpoint, seed: int, named: list[str] | None = None
+    source: str,
+    grade_id: str,
+    namespace: dict,
+    endpoint: Endpoint,
+    seed: int,
+    named: list[str] | None = None,
+    unwritten: set[str] | None = None,
 ) -> str | None:
     """None when the test cell passes against the learner's code at ``endpoint``, its hidden tests
-    drawing from ``seed``, else why not; ``named`` receives the catalogued mistakes the checks named."""
+    drawing from ``seed``, else why not; ``named`` receives the catalogued mistakes the checks named,
+    ``unwritten`` the grade id when the cell failed on a stub that still raises NotImplementedError."""
     names = _LearnerNames(endpoint, namespace)
     try:
         with contextlib.redirect_stdout(io.StringIO()), seeded(seed), naming_noted() as noted:
@@ -99,10 +106,25 @@ def run_test_cell(
     except ConnectionError:
         return "the kernel went away while the judge ran this test"
     except CheckFailure as failure:
+        if unwritten is not None and _from_a_stub(failure):
+            unwritten.add(grade_id)
         return str(failure)
     except Exception as error:  # noqa: BLE001 - the learner's code raising, or a broken check
+        if unwritten is not None and _from_a_stub(error):
+            unwritten.add(grade_id)
         return f"{type(error).__name__}: {error}"
     return None
+
+
+def _from_a_stub(error: BaseException) -> bool:
+    """Whether ``error`` is, or was caused by, a NotImplementedError: a stub not written yet."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, NotImplementedError):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
 
 
 class Judge:
@@ -132,6 +154,7 @@ class Judge:
         self.unanswered: str | None = None
         self.overruled: dict[str, str] = {}
         self.seen: dict[str, dict] = {}  # grade id -> what the judge saw (``seen``), for the class insights
+        self.unwritten: set[str] = set()  # grade ids whose cell failed on a stub not written yet
         self.seconds = 0.0  # spent judging, for the instructor's progress line
         self.seed = judge_seed()
 
@@ -179,7 +202,8 @@ class Judge:
             channel = Channel(connection)
             channel.deadline = time.monotonic() + self.timeout_s
             endpoint = Endpoint(channel, guard=models_read_only, calls_within=exact_matmul)
-            verdict = run_test_cell(source, grade_id, self.namespace, endpoint, self.seed, named)
+            unwritten = self.unwritten if named is not None else None
+            verdict = run_test_cell(source, grade_id, self.namespace, endpoint, self.seed, named, unwritten)
             with contextlib.suppress(OSError):
                 endpoint.say_goodbye()
             connection.close()
@@ -217,7 +241,8 @@ class Judge:
 
     def _seen(self, grade_id: str, reason: str | None, named: list[str]) -> dict:
         """What the judge saw of a test cell: whether its visible check and its hidden tests passed
-        (None: it has none, or they did not get to run), and the catalogued mistakes named. When
+        (None: it has none, or they did not get to run), the catalogued mistakes named, and whether
+        it failed on a stub that still raises NotImplementedError (``unwritten``). When
         the cell failed and has hidden tests, its visible check is run again on its own, to tell a
         wrong answer from one that fits only the visible checks."""
         test = self.tests.get(grade_id)
@@ -227,7 +252,12 @@ class Judge:
         visible = False
         if has_hidden and self.verdict(test.visible, grade_id) is None:
             visible = True
-        return {"visible": visible, "hidden": False if visible else None, "mistakes": named}
+        return {
+            "visible": visible,
+            "hidden": False if visible else None,
+            "mistakes": named,
+            "unwritten": grade_id in self.unwritten,
+        }
 
 
 def for_notebook(executor, resources: dict) -> Judge | None:

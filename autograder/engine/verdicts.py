@@ -7,12 +7,14 @@ grader's own process from ``Graded`` (never from a file or an output of the subm
      "score": 3.0, "max_score": 6.0, "failure": null,
      "cells": {"test_scaled_dot_product_attention_values":
                  {"exercise": "scaled_dot_product_attention", "points": 0.0, "max_points": 2.0,
-                  "visible": false, "hidden": null, "mistakes": ["scores scaled by d_k"]}}}
+                  "visible": false, "hidden": null, "mistakes": ["scores scaled by d_k"],
+                  "unwritten": false}}}
 
 ``visible`` and ``hidden`` say whether the cell's visible check and its hidden tests passed
 before the judge (None: the cell has no hidden tests, the hidden tests did not get to run, or
 the judge did not run the cell); ``mistakes`` are the catalogued mistakes the checks named,
-recorded from the catalogue entries as the judge ran them.
+recorded from the catalogue entries as the judge ran them; ``unwritten`` says the cell failed
+on a stub that still raises NotImplementedError (false in files written before it was recorded).
 """
 
 import json
@@ -37,6 +39,7 @@ class CellVerdict:
     visible: bool | None = None
     hidden: bool | None = None
     mistakes: list[str] = field(default_factory=list)
+    unwritten: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ def of(graded: Graded) -> Verdict:
             seen.get("visible"),
             seen.get("hidden"),
             list(seen.get("mistakes", [])),
+            bool(seen.get("unwritten", False)),
         )
     score, most = graded.score
     graded_at = datetime.now(UTC).isoformat(timespec="seconds")

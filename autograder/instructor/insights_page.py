@@ -1,12 +1,14 @@
 """The class insights as one offline page: it opens from disk, loads nothing and runs nothing.
 
-Per lesson: a table of its test cells with their pass rates, a bar chart and a table of the
-catalogued mistakes the class hit, the learners whose answers pass the visible checks and fail
-the hidden tests, and a histogram of the scores. The figures are matplotlib PNGs in the page
+Per lesson: a table of its test cells with their pass rates, the learners who did not attempt
+each and those whose failure no catalogued mistake names; a bar chart and a table of the
+catalogued mistakes the class hit, each with the catalogue's hint (what to tell the class); the
+learners whose answers pass the visible checks and fail the hidden tests; a histogram of the
+scores; and the cells a grader scored by hand. The figures are matplotlib PNGs in the page
 itself (data: URIs), drawn on matplotlib's Agg canvas through ``Figure`` objects, so that no
 global state of pyplot changes for anyone else in the process. Every name on the page (lessons,
-exercises, test cells, learners, mistakes, why a grading failed) is HTML-escaped, and the page's
-Content-Security-Policy forbids scripts.
+exercises, test cells, learners, mistakes, hints, why a grading failed) is HTML-escaped, and the
+page's Content-Security-Policy forbids scripts.
 """
 
 import base64
@@ -124,15 +126,25 @@ def _summary(found: LessonInsights) -> str:
     return f"<p>{text}</p>"
 
 
+def _counted(students: list[str]) -> str:
+    """How many learners, and who (folded away when there are many); empty for none."""
+    return f"{len(students)}: {_names(students)}" if students else ""
+
+
 def _cells(found: LessonInsights) -> str:
     rows = "".join(
         f"<tr><td><code>{_e(c.exercise)}</code></td><td><code>{_e(c.grade_id)}</code></td>"
-        f'<td class="number">{c.passed} of {c.graded}</td><td>{_rate(c.passed, c.graded)}</td></tr>'
+        f'<td class="number">{c.passed} of {c.graded}</td><td>{_rate(c.passed, c.graded)}</td>'
+        f"<td>{_counted(found.unwritten.get(c.grade_id, []))}</td>"
+        f"<td>{_counted(found.unexplained.get(c.grade_id, []))}</td></tr>"
         for c in found.cells
     )
     return (
-        "<h3>Test cells</h3><p class='quiet'>A cell passes when it got all its points.</p>"
-        "<table><tr><th>exercise</th><th>test cell</th><th>passed</th><th>pass rate</th></tr>"
+        "<h3>Test cells</h3><p class='quiet'>A cell passes when it got all its points. Not attempted: "
+        "the learner's stub still raised NotImplementedError there. No named mistake: written code "
+        "that failed with no catalogued mistake named, which the catalogue does not explain yet.</p>"
+        "<table><tr><th>exercise</th><th>test cell</th><th>passed</th><th>pass rate</th>"
+        "<th>not attempted</th><th>failed, no named mistake</th></tr>"
         f"{rows}</table>"
     )
 
@@ -143,14 +155,36 @@ def _mistakes(found: LessonInsights) -> str:
         return "<h3>Catalogued mistakes</h3><p>No check named a catalogued mistake.</p>"
     rows = "".join(
         f"<tr><td><code>{_e(exercise)}</code></td><td>{_e(mistake)}</td>"
-        f'<td class="number">{count}</td><td>{_names(found.mistakes[exercise][mistake])}</td></tr>'
+        f'<td class="number">{count}</td><td>{_hint(found.hints.get((exercise, mistake), ""))}</td>'
+        f"<td>{_names(found.mistakes[exercise][mistake])}</td></tr>"
         for exercise, mistake, count in counts
     )
     return (
         "<h3>Catalogued mistakes</h3><p class='quiet'>Learners whose checks named each mistake "
-        "(a learner counts once per exercise).</p>"
+        "(a learner counts once per exercise), and the catalogue's hint: what to tell the class.</p>"
         f'<img alt="A bar per catalogued mistake: the learners who hit it" src="{mistakes_figure(found)}">'
-        "<table><tr><th>exercise</th><th>mistake</th><th>learners</th><th>who</th></tr>"
+        "<table><tr><th>exercise</th><th>mistake</th><th>learners</th><th>what to say</th><th>who</th></tr>"
+        f"{rows}</table>"
+    )
+
+
+def _hint(text: str) -> str:
+    return _e(text) if text else "<span class='quiet'>(no longer in the catalogue)</span>"
+
+
+def _manual(found: LessonInsights) -> str:
+    if not found.manual:
+        return ""
+    rows = "".join(
+        f"<tr><td>{_e(m.student)}</td><td><code>{_e(m.grade_id)}</code></td>"
+        f'<td class="number">{m.score:g} of {m.max_score:g}</td>'
+        f'<td class="number">{"" if m.auto is None else f"{m.auto:g}"}</td></tr>'
+        for m in found.manual
+    )
+    return (
+        "<h3>Scored by hand</h3><p class='quiet'>Cells a grader scored in the Formgrader: the manual "
+        "score replaces the autograded one in the learner's points (the scores above are as graded).</p>"
+        "<table><tr><th>learner</th><th>cell</th><th>manual score</th><th>autograded</th></tr>"
         f"{rows}</table>"
     )
 
@@ -204,7 +238,7 @@ def page(lessons: list[LessonInsights], csv_name: str) -> str:
     """The whole page: an overview of the lessons, then a section per lesson."""
     sections = "".join(
         f'<section id="{_e(found.lesson)}"><h2>{_e(found.lesson)}</h2>{_summary(found)}{_cells(found)}'
-        f"{_mistakes(found)}{_visible_only(found)}{_scores(found)}</section>"
+        f"{_mistakes(found)}{_visible_only(found)}{_scores(found)}{_manual(found)}</section>"
         for found in lessons
     )
     return (
