@@ -73,8 +73,10 @@ print(describe_devices())
 #   weights of `nn.TransformerEncoderLayer` load into your module unchanged.
 # - Keep a dropout layer, `nn.Dropout(dropout)`, and the activation function.
 #
-# In `forward`, return `linear2(dropout(activation(linear1(x))))`. Dropout is 0 in every
-# check. Do not add `x` to the output: the residual connection comes in lesson 08.
+# In `forward`, return `linear2(dropout(activation(linear1(x))))`. Dropout changes no expected
+# value: the checks compare with dropout 0, then once more with `dropout=0.3` after `.eval()`,
+# where `nn.Dropout` drops nothing. Do not add `x` to the output: the residual connection comes
+# in lesson 08.
 
 # %% exercise solutions.feed_forward.PositionwiseFeedForward
 

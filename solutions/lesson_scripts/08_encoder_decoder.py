@@ -171,9 +171,11 @@ ax.set_title(
 # `norm_first=True` is Pre-LN. Your layers take the same flag, and with the same weights
 # they must give the same numbers as PyTorch's.
 #
-# Dropout sits on each sub-layer's output, before the addition. The checks run with
-# `dropout=0.0`, so it does not change any expected value, but do put it there: lesson 10
-# trains with it.
+# Dropout sits on each sub-layer's output, before the addition. The checks compare with
+# `dropout=0.0`, then once more with `dropout=0.3` after `.eval()`, where nothing may be
+# dropped, so it changes no expected value; but do put it there: lesson 10 trains with it.
+# `nn.Dropout` switches itself off after `.eval()`; `F.dropout(x, p)` does not, unless you pass
+# `training=self.training`.
 #
 # ## The encoder layer
 #
