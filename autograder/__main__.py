@@ -49,7 +49,7 @@ from autograder.engine.regrade import regrade
 from autograder.engine.submission import Graded
 from autograder.instructor import late
 from autograder.instructor.insights import TABLE, insights
-from autograder.instructor.similarity import THRESHOLD, similarity
+from autograder.instructor.similarity import similarity
 
 SAMPLES = Path(__file__).resolve().parent / "sample_submissions"
 # the demo's course: roster, due dates and penalty, an extension, and hand-in times that make
@@ -287,8 +287,8 @@ def _parser() -> argparse.ArgumentParser:
     similar.add_argument(
         "--threshold",
         type=float,
-        default=THRESHOLD,
-        help="flag from this share of matched code (default: %(default)s)",
+        help="flag from this share of matched code in every lesson (default: each lesson's threshold, "
+        "measured on generated classes; the page says how often it flags learners who worked alone)",
     )
     again = steps.add_parser(
         "regrade",

@@ -13,12 +13,16 @@ import io
 import random
 import re
 import shutil
+import sys
+import tempfile
 import tokenize
 from pathlib import Path
 
 import nbformat
 
 from autograder import lessons
+from autograder.instructor.similarity import similarity
+from autograder.instructor.similarity_threshold import GRID
 from tests.alternatives import ALTERNATIVES
 
 LESSONS = ["05_multi_head", "10_training"]
@@ -277,3 +281,69 @@ def write_submission(workspace: Path, student: str, lesson: str, cells: dict[str
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, path)
     return path
+
+
+def planted_class(
+    count: int, copiers: int, seed: int
+) -> tuple[dict[str, dict[str, dict[str, str]]], dict[str, str]]:
+    """``count`` independent learners (independent_class) and ``copiers`` more, each with a
+    disguised copy of one of them: the students, and each copier's source."""
+    students = independent_class(count, seed=seed)
+    rng = random.Random(seed + 1000)
+    copies = {}
+    for source in rng.sample(sorted(students), copiers):
+        copier = source.replace("learner", "copier")
+        students[copier] = {
+            lesson: {exercise: disguised(code, rng) for exercise, code in cells.items()}
+            for lesson, cells in students[source].items()
+        }
+        copies[copier] = source
+    return students, copies
+
+
+def measure(workspace: Path, count: int, copiers: int, seed: int) -> dict[str, dict[str, list[float]]]:
+    """The scores of a planted class written into ``workspace``: lesson -> 'independent' (pairs
+    with no copier in them) and 'copies' (each copier with their source), lowest first. A pair of
+    a copier with anyone else is neither, and is left out."""
+    students, copies = planted_class(count, copiers, seed)
+    write_workspace(workspace, students)
+    scores: dict[str, dict[str, list[float]]] = {
+        lesson: {"independent": [], "copies": []} for lesson in LESSONS
+    }
+    for pair in similarity(workspace).pairs:
+        if copies.get(pair.student_a) == pair.student_b or copies.get(pair.student_b) == pair.student_a:
+            scores[pair.lesson]["copies"].append(pair.similarity)
+        elif not {pair.student_a, pair.student_b} & copies.keys():
+            scores[pair.lesson]["independent"].append(pair.similarity)
+    return {lesson: {kind: sorted(values) for kind, values in by.items()} for lesson, by in scores.items()}
+
+
+def main() -> None:
+    """python -m tests.similarity_class COUNT COPIERS SEED...: how many independent pairs and
+    copies reach each share of similarity_threshold.GRID, per lesson, over the seeds' classes
+    (the figures similarity_threshold.MEASURED holds)."""
+    count, copiers, *seeds = (int(argument) for argument in sys.argv[1:])
+    totals: dict[str, dict[str, list[float]]] = {
+        lesson: {"independent": [], "copies": []} for lesson in LESSONS
+    }
+    for seed in seeds:
+        with tempfile.TemporaryDirectory() as folder:
+            for lesson, by in measure(Path(folder), count, copiers, seed).items():
+                for kind, values in by.items():
+                    totals[lesson][kind] += values
+                print(
+                    seed,
+                    lesson,
+                    "highest independent",
+                    by["independent"][-3:],
+                    "lowest copies",
+                    by["copies"][:3],
+                )
+    for lesson, by in totals.items():
+        for kind, values in by.items():
+            at = {share: sum(value >= share for value in values) for share in GRID}
+            print(f"{lesson} {kind}: {len(values)} pairs; at or above: {at}")
+
+
+if __name__ == "__main__":
+    main()

@@ -17,17 +17,21 @@ function matched would accuse them. Over a whole lesson only a shared way of wri
 reaches the threshold.
 
 It reads the workspace only (nothing is graded, nothing is changed) and writes two files: a
-table of every pair compared, and an offline page that shows the most similar pairs side by side
-with the matched code marked. Learners' code is hostile text: every piece of it is HTML-escaped,
-and the page's Content-Security-Policy forbids scripts. A flag asks a person to look; it is
-never a verdict.
+table of every pair compared (with its cluster and how many lines it shares), and an offline page
+(similarity_page) that groups the flagged learners of a lesson into clusters (a learner alike to
+five others is one group, not five rows), and shows each pair with the reason for its score: the
+lines the two share that the released notebook and the reference do not have (similarity_pairs),
+then both learners' code side by side with the matched code marked. Each lesson is flagged from
+a threshold chosen on measured generated classes, and the page says how often that threshold
+flagged learners who worked alone there (similarity_threshold). Learners' code is hostile text:
+every piece of it is HTML-escaped, and the page's Content-Security-Policy forbids scripts. A flag
+asks a person to look; it is never a verdict.
 """
 
-import html
 import io
 import itertools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import nbformat
@@ -38,53 +42,47 @@ from copydetect.utils import filter_code, get_token_coverage
 from autograder.engine import csv_files
 from autograder.engine.intake import MAX_NOTEBOOK_BYTES, STUDENT_ID
 from autograder.engine.plain_text import one_line
+from autograder.instructor import similarity_page, similarity_threshold
+from autograder.instructor.similarity_pairs import Cluster, Pair, bare, clusters, shared_lines
 from autograder.lessons import LESSON_NAMES, SOURCE
 
 # The shortest run of (tokenised) code that counts as a match, in characters: copydetect's default.
 NOISE_CHARS = 25
-# A pair is flagged from this share of either learner's fingerprinted code matched by the other's.
-# Measured on six generated classes of 24 learners on lessons 05 and 10 (tests/similarity_class.py):
-# independent pairs reached 0.70 to 0.90 at most (median 0.2 to 0.37), planted copies (renamed,
-# statements swapped, comments changed) 0.77 to 1.0 at least, most above 0.88.
-THRESHOLD = 0.9
 # Between two cells of a learner's code, in the table and on the page.
 SEPARATOR = "\n\n"
 # The page shows every flagged pair of a lesson, and at least this many of its most similar.
 SHOWN_PER_LESSON = 10
-# What the page may load and run: nothing but its own inline styles.
-POLICY = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
-
-
-@dataclass(frozen=True)
-class Pair:
-    """Two learners' code for one lesson; ``similarity`` is the larger of the two shares of each
-    learner's fingerprinted code that the other's matches (0 to 1)."""
-
-    lesson: str
-    student_a: str
-    student_b: str
-    similarity: float
-    flagged: bool
 
 
 @dataclass
 class Report:
-    """Every pair compared (most similar first), what could not be read, and the files written."""
+    """Every pair compared (each lesson's most similar first), the clusters of flagged learners,
+    what could not be read, the files written, and each lesson's threshold and the sentence on
+    how often it flags learners who worked alone."""
 
     pairs: list[Pair]
+    clusters: list[Cluster]
     problems: list[str]
     page: Path
     table: Path
-    threshold: float
+    thresholds: dict[str, float]
+    rates: dict[str, str]
 
     @property
     def flagged(self) -> list[Pair]:
         return [pair for pair in self.pairs if pair.flagged]
 
     def summary(self) -> str:
-        """A few lines for the terminal: what was compared, what is flagged, where to look."""
-        lines = [f"{len(self.pairs)} pairs compared; {len(self.flagged)} at or above {self.threshold:.2f}:"]
-        lines += [f"  {p.lesson}: {p.student_a} and {p.student_b} ({p.similarity:.0%})" for p in self.flagged]
+        """A few lines for the terminal: what was compared, the clusters flagged, where to look."""
+        flagged, groups = len(self.flagged), len(self.clusters)
+        lines = [f"{len(self.pairs)} pairs compared; {flagged} flagged, in {groups} cluster(s):"]
+        for cluster in self.clusters:  # student ids: letters, digits, . _ -
+            pairs = len(cluster.pairs)
+            lines.append(
+                f"  {cluster.lesson}: {', '.join(cluster.students)} "
+                f"({pairs} pair{'s' * (pairs > 1)}, up to {cluster.highest:.0%})"
+            )
+        lines += [f"  {lesson}: {rate}" for lesson, rate in self.rates.items()]
         lines += [f"  not compared: {one_line(problem)}" for problem in self.problems]  # names from uploads
         lines.append(f"side by side: {self.page}\nevery pair: {self.table}")
         return "\n".join(lines)
@@ -92,11 +90,13 @@ class Report:
 
 @dataclass
 class _Lesson:
-    """One lesson's learners' code (student -> their code cells) and its boilerplate fingerprints."""
+    """One lesson's learners' code (student -> their code cells), its boilerplate fingerprints and
+    its template's lines (as ``bare`` gives them)."""
 
     name: str
     codes: dict[str, list[str]] = field(default_factory=dict)
     boilerplate: set[int] = field(default_factory=set)
+    template_lines: set[str] = field(default_factory=set)
 
 
 SOLUTION_MARKER = re.compile(r"### (BEGIN|END) SOLUTION")
@@ -149,6 +149,7 @@ def _read_lesson(workspace: Path, lesson: str, problems: list[str]) -> _Lesson:
         reference = SOURCE / lesson / notebook.name
         references = _code_cells(reference) if reference.is_file() else []
         template |= {*_code_cells(notebook), *map(_as_handed_in, references)}
+    found.template_lines = {bare(line) for code in template for line in code.splitlines()}
     for code in sorted(template):
         found.boilerplate |= CodeFingerprint(
             "boilerplate.py", NOISE_CHARS, 1, fp=io.StringIO(code), language="python"
@@ -189,88 +190,20 @@ def _compare(found: _Lesson, threshold: float) -> tuple[list[Pair], dict[tuple[s
     return pairs, slices
 
 
-def _marked(code: str, slices: np.ndarray) -> str:
-    """``code`` HTML-escaped, with the matched slices (starts in row 0, ends in row 1) in <mark>."""
-    pieces, done = [], 0
-    for start, end in zip(*slices.astype(int).tolist(), strict=True):
-        start, end = max(start, done), min(end, len(code))
-        if start >= end:
-            continue
-        pieces += [html.escape(code[done:start]), "<mark>", html.escape(code[start:end]), "</mark>"]
-        done = end
-    pieces.append(html.escape(code[done:]))
-    return "".join(pieces)
-
-
-STYLE = """
-body { font-family: system-ui, sans-serif; margin: 1.5rem; color: #1d1d1f; }
-table.pairs { border-collapse: collapse; margin: 0.5rem 0 1rem; }
-table.pairs td, table.pairs th { border: 1px solid #ccc; padding: 0.2rem 0.6rem; text-align: left; }
-tr.flagged td { background: #fff1e0; }
-.side { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 0.8rem; }
-.side h4 { margin: 0.3rem 0; }
-pre { background: #f6f6f6; padding: 0.6rem; overflow-x: auto; font-size: 0.8rem; white-space: pre; }
-mark { background: #ffd27a; }
-details { margin-bottom: 1rem; border-top: 1px solid #ddd; padding-top: 0.4rem; }
-summary { cursor: pointer; font-weight: 600; }
-"""
-
-
-def _page(
-    report_pairs: list[Pair], codes: dict[str, dict[str, list[str]]], slices: dict, threshold: float
-) -> str:
-    """The offline page: per lesson, a table of its most similar pairs, then each side by side."""
-    esc = html.escape
-    parts = [
-        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>",
-        f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">',
-        f"<title>Similar solutions</title><style>{STYLE}</style></head><body>",
-        "<h1>Similar solutions</h1>",
-        f"<p>Pairs of learners whose solution code for a lesson is alike, after names, comments and "
-        f"the released stubs and the reference are set aside. A pair at or above {threshold:.0%} is "
-        "flagged for a person to look at: it is not a verdict, and no grade depends on it. Matched "
-        "code is marked.</p>",
-    ]
-    for lesson in dict.fromkeys(pair.lesson for pair in report_pairs):
-        ranked = [pair for pair in report_pairs if pair.lesson == lesson]
-        shown = [p for i, p in enumerate(ranked) if (p.flagged or i < SHOWN_PER_LESSON) and p.similarity > 0]
-        flagged = sum(p.flagged for p in ranked)
-        parts.append(f"<h2>{esc(lesson)}</h2><p>{len(ranked)} pairs compared, {flagged} flagged.</p>")
-        if not shown:
-            continue
-        parts.append(
-            "<table class='pairs'><tr><th>#</th><th>learner</th><th>learner</th><th>similarity</th></tr>"
-        )
-        for rank, pair in enumerate(shown, 1):
-            parts.append(
-                f"<tr class='{'flagged' if pair.flagged else ''}'>"
-                f"<td><a href='#{esc(lesson)}-{rank}'>{rank}</a></td>"
-                f"<td>{esc(pair.student_a)}</td><td>{esc(pair.student_b)}</td>"
-                f"<td>{pair.similarity:.0%}{' flagged' if pair.flagged else ''}</td></tr>"
-            )
-        parts.append("</table>")
-        for rank, pair in enumerate(shown, 1):
-            slices_a, slices_b = slices[lesson, pair.student_a, pair.student_b]
-            parts.append(
-                f"<details id='{esc(lesson)}-{rank}'{' open' if pair.flagged else ''}><summary>{rank}. "
-                f"{esc(pair.student_a)} and {esc(pair.student_b)}: {pair.similarity:.0%}</summary>"
-                "<div class='side'>"
-            )
-            for student, matched in ((pair.student_a, slices_a), (pair.student_b, slices_b)):
-                code = _marked(SEPARATOR.join(codes[lesson][student]), matched)
-                parts.append(f"<div><h4>{esc(student)}</h4><pre><code>{code}</code></pre></div>")
-            parts.append("</div></details>")
-    parts.append("</body></html>\n")
-    return "\n".join(parts)
+def _shown(ranked: list[Pair]) -> list[Pair]:
+    """The pairs of a lesson the page shows: every flagged one, and the most similar others."""
+    return [p for i, p in enumerate(ranked) if (p.flagged or i < SHOWN_PER_LESSON) and p.similarity > 0]
 
 
 def similarity(
-    workspace: Path, lessons: list[str] | None = None, threshold: float = THRESHOLD, out: Path | None = None
+    workspace: Path, lessons: list[str] | None = None, threshold: float | None = None, out: Path | None = None
 ) -> Report:
     """Compare the learners' solutions of each lesson pairwise (every released lesson, or those
     asked), and write ``similarity.csv`` and ``index.html`` into ``out`` (default:
-    ``<workspace>/similarity/``). Reads the workspace only; changes no grade."""
-    if not 0 < threshold <= 1:
+    ``<workspace>/similarity/``). A pair is flagged from ``threshold``, or where none is given
+    from its lesson's measured threshold (similarity_threshold). Reads the workspace only;
+    changes no grade."""
+    if threshold is not None and not 0 < threshold <= 1:
         raise ValueError(f"the threshold is a share of the code, above 0 and at most 1; got {threshold}")
     released = [name for name in LESSON_NAMES if (workspace / "release" / name).is_dir()]
     for name in lessons or []:
@@ -281,22 +214,62 @@ def similarity(
             )
     problems: list[str] = []
     pairs: list[Pair] = []
-    slices: dict = {}
-    codes: dict[str, dict[str, list[str]]] = {}
+    views: list[similarity_page.LessonView] = []
+    thresholds, rates = {}, {}
     for lesson in lessons or released:
         found = _read_lesson(workspace, lesson, problems)
-        lesson_pairs, lesson_slices = _compare(found, threshold)
-        pairs += sorted(lesson_pairs, key=lambda pair: -pair.similarity)
-        slices.update({(lesson, *key): value for key, value in lesson_slices.items()})
-        codes[lesson] = found.codes
+        thresholds[lesson] = similarity_threshold.threshold(lesson, threshold)
+        lesson_pairs, slices = _compare(found, thresholds[lesson])
+        ranked = sorted(lesson_pairs, key=lambda pair: -pair.similarity)
+        codes = {student: SEPARATOR.join(cells) for student, cells in found.codes.items()}
+        shown = [
+            replace(
+                pair,
+                shared=shared_lines(
+                    codes[pair.student_a],
+                    slices[pair.student_a, pair.student_b][0],
+                    codes[pair.student_b],
+                    slices[pair.student_a, pair.student_b][1],
+                    found.template_lines,
+                ),
+            )
+            for pair in _shown(ranked)
+        ]
+        with_lines = {(pair.student_a, pair.student_b): pair for pair in shown}
+        ranked = [with_lines.get((pair.student_a, pair.student_b), pair) for pair in ranked]
+        rates[lesson] = similarity_threshold.false_flags(lesson, thresholds[lesson], len(ranked))
+        lesson_clusters = clusters(ranked)
+        views.append(
+            similarity_page.LessonView(
+                lesson, rates[lesson], len(ranked), lesson_clusters, shown, codes, slices
+            )
+        )
+        pairs += ranked
+    grouped = clusters(pairs)
+    cluster_of = {
+        (pair.lesson, pair.student_a, pair.student_b): f"{cluster.lesson}:{number}"
+        for number, cluster in enumerate(grouped, 1)
+        for pair in cluster.pairs
+    }
     out = out or workspace / "similarity"
     table = csv_files.write(
         out / "similarity.csv",
         [
-            ("lesson", "student_a", "student_b", "similarity", "flagged"),
-            *[(p.lesson, p.student_a, p.student_b, f"{p.similarity:.4f}", int(p.flagged)) for p in pairs],
+            ("lesson", "student_a", "student_b", "similarity", "flagged", "cluster", "lines_shared"),
+            *[
+                (
+                    p.lesson,
+                    p.student_a,
+                    p.student_b,
+                    f"{p.similarity:.4f}",
+                    int(p.flagged),
+                    cluster_of.get((p.lesson, p.student_a, p.student_b), ""),
+                    len(p.shared),
+                )
+                for p in pairs
+            ],
         ],
     )
     page = out / "index.html"
-    page.write_text(_page(pairs, codes, slices, threshold), encoding="utf-8")
-    return Report(pairs, problems, page, table, threshold)
+    page.write_text(similarity_page.page(views), encoding="utf-8")
+    return Report(pairs, grouped, problems, page, table, thresholds, rates)
