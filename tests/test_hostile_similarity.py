@@ -31,8 +31,8 @@ def _shared_sections(page: str) -> list[str]:
 
 
 def _class_with_a_hostile_copy(workspace, copier: str) -> None:
-    """Six learners of lesson 10, one with a line of markup in every cell, and ``copier`` with a
-    disguised copy of theirs (the markup line kept: it holds no name to rename)."""
+    """Six learners; one hands in lesson 10 with a line of markup (a string) at the end of every
+    cell, and ``copier`` a disguised copy of it, the string kept as it is."""
     students = similarity_class.independent_class(6, seed=21)
     rng = random.Random(21)
     hostile = {e: f"{code}\nnote = {PAYLOAD!r}" for e, code in students["learner000"][LESSON].items()}

@@ -231,9 +231,11 @@ def test_the_page_and_the_summary_show_each_flagged_learner_once_per_cluster(tmp
     assert clusters_table.count("<tr class='flagged'>") == 1
     assert clusters_table.count(f"<td>{', '.join(group)}</td>") == 1
     with report.table.open() as handle:
-        assert {row["cluster"] for row in csv.DictReader(handle) if row["flagged"] == "1"} == {
-            "10_training:1"
-        }
+        rows = list(csv.DictReader(handle))
+    assert {row["cluster"] for row in rows if row["flagged"] == "1"} == {"10_training:1"}
+    assert all(int(row["lines_shared"]) > 0 for row in rows if row["flagged"] == "1")
+    assert {row["cluster"] for row in rows if row["flagged"] == "0"} == {""}
+    assert "" in {row["lines_shared"] for row in rows}  # not counted for a pair the page does not show
 
 
 def _stub_lines(lesson: str) -> set[str]:

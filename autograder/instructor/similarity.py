@@ -214,8 +214,12 @@ def similarity(
             )
     problems: list[str] = []
     pairs: list[Pair] = []
+    grouped: list[Cluster] = []
     views: list[similarity_page.LessonView] = []
     thresholds, rates = {}, {}
+    # (lesson, student a, student b) -> the cluster a flagged pair is in, the lines a shown pair shares
+    cluster_of: dict[tuple[str, str, str], str] = {}
+    lines_shared: dict[tuple[str, str, str], int] = {}
     for lesson in lessons or released:
         found = _read_lesson(workspace, lesson, problems)
         thresholds[lesson] = similarity_threshold.threshold(lesson, threshold)
@@ -245,12 +249,15 @@ def similarity(
             )
         )
         pairs += ranked
-    grouped = clusters(pairs)
-    cluster_of = {
-        (pair.lesson, pair.student_a, pair.student_b): f"{cluster.lesson}:{number}"
-        for number, cluster in enumerate(grouped, 1)
-        for pair in cluster.pairs
-    }
+        grouped += lesson_clusters
+        lines_shared.update({(lesson, p.student_a, p.student_b): len(p.shared) for p in shown})
+        cluster_of.update(
+            {
+                (lesson, pair.student_a, pair.student_b): f"{lesson}:{number}"
+                for number, cluster in enumerate(lesson_clusters, 1)
+                for pair in cluster.pairs
+            }
+        )
     out = out or workspace / "similarity"
     table = csv_files.write(
         out / "similarity.csv",
@@ -264,7 +271,7 @@ def similarity(
                     f"{p.similarity:.4f}",
                     int(p.flagged),
                     cluster_of.get((p.lesson, p.student_a, p.student_b), ""),
-                    len(p.shared),
+                    lines_shared.get((p.lesson, p.student_a, p.student_b), ""),  # shown pairs only
                 )
                 for p in pairs
             ],
