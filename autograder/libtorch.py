@@ -12,11 +12,12 @@ beside torch's own extensions): a source compiles once per cache, is imported on
 Builds read torch's headers precompiled (``cpp_pch``): made by a learner's first build where
 ``COURSE_CPP_CACHE`` is not set; in grading, made by the grader only and read by kernels.
 nbgrader's Python stub lines become a C++ comment and ``TORCH_CHECK_NOT_IMPLEMENTED`` (Python's
-``NotImplementedError``), so an unwritten body compiles, as the Python lessons' stubs run.
+``NotImplementedError``), so an unwritten body compiles, as the Python lessons' stubs run. A new
+build is tried once in a throwaway process (``cpp_probe``) before it is cached, so that a crash in
+it is a named ``CppCrashed``, not a dead kernel.
 """
 
 import hashlib
-import importlib.util
 import inspect
 import os
 import re
@@ -36,6 +37,7 @@ import torch
 from torch import nn
 
 from autograder import cpp_pch
+from autograder.cpp_probe import CppCrashed, Trial, import_library, try_build
 
 CACHE_VARIABLE = "COURSE_CPP_CACHE"
 LIMIT_VARIABLE = "COURSE_CPP_COMPILE_LIMIT_S"
@@ -333,18 +335,16 @@ def build_library(name: str, unit: str, parts: list[Part], verbose: bool = False
         print(log)
     if child.returncode != 0:
         raise CompileError(first_error(log, {part.label: part.source for part in parts}))
+    library = folder / f"{name}.so"
+    try_build(name, library, [trial(part) for part in parts])  # before any kernel of a learner's imports it
     (folder / FINISHED).write_text(unit)
-    return folder / f"{name}.so"
+    return library
 
 
-def import_library(name: str, path: Path) -> ModuleType:
-    """Import the extension module ``name`` from its library (nothing is written anywhere)."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import the C++ build {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def trial(part: Part) -> Trial:
+    """What ``cpp_probe`` tries of a part: its class, and its binding's argument names."""
+    binding = BINDINGS[part.binding]
+    return Trial(part.label, tuple(a.name for a in binding.init), tuple(a.name for a in binding.forward))
 
 
 def compile_parts(parts: list[Part], verbose: bool = False) -> ModuleType:
@@ -527,7 +527,7 @@ def compile_module(name: str, source: str, verbose: bool = False) -> type[CppMod
     part = cell_part(name, source)
     try:
         extension = compile_parts([part], verbose)
-    except (CompileError, CompilerMissing) as error:
+    except (CompileError, CompilerMissing, CppCrashed) as error:
         print(error, file=sys.stderr)  # in the cell, at once; the checks repeat it
         return unbuilt_class(part, error)
     return python_class(extension, part, build_note([part]))

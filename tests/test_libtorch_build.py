@@ -121,3 +121,49 @@ def test_a_build_reads_the_precompiled_header_before_the_unit(tmp_path, monkeypa
     assert seen["extra_cflags"] == ["-include", str(tmp_path / "pch" / cpp_pch.HEADER), "-Winvalid-pch"]
     libtorch._build_here(tmp_path, "course_0123", load=False)
     assert seen["extra_cflags"] == []
+
+
+CRASHING = """
+#include <csignal>
+struct EmbeddingImpl : torch::nn::Module {
+  EmbeddingImpl(int64_t vocab_size, int64_t d_model) {
+    lut = register_module("lut", torch::nn::Embedding(vocab_size, d_model));
+  }
+  torch::Tensor forward(torch::Tensor tokens) {
+    std::raise(SIGSEGV);  // what a read past a tensor's end does, without the luck
+    return lut(tokens);
+  }
+  torch::nn::Embedding lut{nullptr};
+};
+"""
+
+IMPORT_AND_CALL = """
+import sys, torch
+from pathlib import Path
+from autograder.cpp_probe import import_library
+module = import_library(sys.argv[1], Path(sys.argv[2]))
+module.Embedding(11, 8).forward(torch.zeros(2, 3, dtype=torch.long))
+print("survived")
+"""
+
+
+def test_a_build_that_crashes_is_refused_with_its_signal_and_the_kernel_lives(private_cache, capsys):
+    """One compile, the slowest test of this file. Without the trial (the library imported and called where the
+    learner's kernel runs), the process dies of SIGSEGV; with it, the build is refused, the checks
+    report CppCrashed naming the signal, and this process, standing for the kernel, goes on."""
+    import signal
+    import subprocess
+    import sys
+
+    cls = libtorch.compile_module("Embedding", CRASHING)
+    said = capsys.readouterr().err
+    assert "killed a test process with SIGSEGV (your kernel was spared)" in said, said
+    with pytest.raises(CheckFailure, match="CppCrashed.*SIGSEGV"):
+        checks.check_cpp_embedding(cls)
+    assert not list(private_cache.glob(f"course_*/{libtorch.FINISHED}"))  # never cached as good
+
+    [library] = private_cache.glob("course_*/course_*.so")  # built, refused: what a kernel would import
+    undefended = subprocess.run(
+        [sys.executable, "-c", IMPORT_AND_CALL, library.stem, str(library)], capture_output=True, text=True
+    )
+    assert undefended.returncode == -signal.SIGSEGV and "survived" not in undefended.stdout
