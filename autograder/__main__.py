@@ -274,10 +274,14 @@ def _parser() -> argparse.ArgumentParser:
     steps.add_parser("report", help="list the submissions that could not be graded as handed in, and why")
     insights_step = steps.add_parser(
         "insights",
-        help="write <workspace>/insights/index.html and insights.csv: pass rates, the named mistakes the "
-        "class made, answers that pass only the visible checks, scores",
+        help="write <workspace>/insights/index.html and insights.csv: pass rates, stubs not attempted, the "
+        "named mistakes the class made with what to say, failures no mistake names, answers that pass only "
+        "the visible checks, scores, manual scores",
     )
-    insights_step.add_argument("--out", type=Path, help="a folder (default: <workspace>/insights/)")
+    insights_step.add_argument(
+        "--out", type=Path, help="a folder (default: <workspace>/insights/, or insights/<lesson>/)"
+    )
+    insights_step.add_argument("--lesson", help="only this lesson, on a page of its own")
     similar = steps.add_parser(
         "similarity",
         help="compare learners' solutions pairwise per lesson; write <workspace>/similarity/index.html and "
@@ -356,7 +360,7 @@ def _step(pipeline: Pipeline, args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> None:
     """A step that reads the graded workspace only (no gradebook, no sandbox), and what it wrote."""
     if args.step == "insights":
-        page = insights(args.workspace, args.out)
+        page = insights(args.workspace, args.out, args.lesson, args.db)
         print(f"{page}\n{page.with_name(TABLE)}")
     else:
         print(similarity(args.workspace, args.lessons, args.threshold).summary())

@@ -273,6 +273,17 @@ def test_one_lesson_gets_a_page_and_a_table_of_its_own(tmp_path):
         insights(tmp_path, lesson="05_multi_head")
 
 
+def test_the_command_line_writes_one_lesson_and_says_what_was_expected(tmp_path, capsys):
+    from autograder.__main__ import main
+
+    teaching_class(tmp_path)
+    assert main(["--workspace", str(tmp_path), "insights", "--lesson", LESSON]) == 0
+    folder = tmp_path / "insights" / LESSON
+    assert capsys.readouterr().out.split() == [str(folder / "index.html"), str(folder / "insights.csv")]
+    assert main(["--workspace", str(tmp_path), "insights", "--lesson", "attention"]) == 2
+    assert "error: --lesson 'attention' is no lesson; expected one of" in capsys.readouterr().err
+
+
 def test_manual_scores_in_the_gradebook_reach_the_csv_and_the_page(tmp_path):
     """A grader gave bea 1.5 of 2 by hand in the Formgrader: the gradebook holds it, and the
     insights show it beside the autograded 0; a workspace without a gradebook gets none made."""

@@ -351,6 +351,15 @@ def test_one_lesson_that_is_no_lesson_or_was_not_graded_says_what_was_expected(t
     assert not out.exists()
 
 
+def test_export_lesson_is_for_an_lms_file_only(tmp_path, capsys):
+    from autograder.__main__ import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["--workspace", str(tmp_path), "export", "--lesson", "03_attention"])
+    assert stopped.value.code == 2
+    assert "export --lesson needs --canvas ROSTER or --moodle ROSTER" in capsys.readouterr().err
+
+
 def test_a_downloads_entry_time_is_stated_and_never_deducted(monkeypatch):
     """Canvas stamps a download's entries with the moment it made the zip, Moodle with its file
     store's time or the download's (docs/hand-in-times.md): such a time costs no points. With the
