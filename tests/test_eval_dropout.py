@@ -1,12 +1,18 @@
-"""Dropout that stays on in eval mode, written as learners write it, loses its points (issue 33).
+"""Dropout that stays on in eval mode, and a forward that changes its module, written as learners
+write them, lose their points (issue 33).
 
 Each module below passes for a right answer whenever dropout is 0, where every other check builds
 it. Without the eval-mode step (``expect_dropout_off_in_eval`` made a no-op in the lessons' check
 modules) each passes every visible check and hidden test of its exercise, full marks; with it, a
 visible check names the shared mistake with its hint and a hidden test fails. A module that scales
 by 1 - p in eval mode (dropout as first published, not PyTorch's inverted dropout) gives one
-wrong output twice: it is told what the ratio is, not the random mistake.
+wrong output twice: it is told what the ratio is, not the random mistake. A MultiHeadAttention
+that folds 1/sqrt(d_k) into w_q in place on every call is right once: without the second-call step
+(``expect_same_on_second_call``) the module built with dropout answers differently on its second
+call and is told the dropout mistake, which it did not make; with it, it is told what it did.
 """
+
+import math
 
 import pytest
 import torch
@@ -62,6 +68,26 @@ class EncoderLayerFunctionalDropout(solutions.EncoderLayer):
         return self.norm2(x + F.dropout(self.ffn(x), p))
 
 
+class AttentionFoldsScaleInPlace(solutions.MultiHeadAttention):
+    """1/sqrt(d_k) folded into w_q's weights and bias, in place, on every call: right once."""
+
+    def forward(self, query, key, value, mask=None):
+        d_k = query.size(-1) // self.n_heads
+        with torch.no_grad():
+            self.w_q.weight /= math.sqrt(d_k)
+            self.w_q.bias /= math.sqrt(d_k)
+        q, k, v = (
+            solutions.split_heads(w(x), self.n_heads)
+            for w, x in ((self.w_q, query), (self.w_k, key), (self.w_v, value))
+        )
+        scores = q @ k.transpose(-2, -1)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, -math.inf)
+        weights = torch.softmax(scores, dim=-1)
+        self.attn = weights if mask is None else weights.masked_fill(~mask, 0.0)
+        return self.w_o(solutions.merge_heads(self.attn @ v))
+
+
 CASES = {
     "MultiHeadAttention": AttentionDropsAlways,
     "PositionwiseFeedForward": FeedForwardDropsByHand,
@@ -113,3 +139,13 @@ def test_one_wrong_output_given_twice_is_described_not_called_random():
     assert "0.7 times the expected one" in message, message
     assert "passed on in another argument's place" in message
     assert hidden_failed
+
+
+def test_a_forward_that_changes_its_module_is_told_so_not_called_dropout(monkeypatch):
+    message, hidden_failed = _failures("MultiHeadAttention", AttentionFoldsScaleInPlace)
+    assert message is not None and "its forward changes the module" in message, message
+    assert DROPOUT_IN_EVAL not in message
+    assert hidden_failed
+    monkeypatch.setattr(multi_head, "expect_same_on_second_call", lambda *args, **kwargs: None)
+    message, _ = _failures("MultiHeadAttention", AttentionFoldsScaleInPlace)
+    assert message is not None and DROPOUT_IN_EVAL in message, message

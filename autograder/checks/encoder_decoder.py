@@ -26,7 +26,12 @@ from torch import nn
 from autograder.checks import core
 from autograder.checks.answers import Expected, torch_answer
 from autograder.checks.device import DEVICE, exact_matmul, random_tensor
-from autograder.checks.eval_mode import EVAL_DROPOUT, dropped, expect_dropout_off_in_eval
+from autograder.checks.eval_mode import (
+    EVAL_DROPOUT,
+    dropped,
+    expect_dropout_off_in_eval,
+    expect_same_on_second_call,
+)
 from autograder.checks.oracles import (
     causal,
     decoder_layer_state,
@@ -42,7 +47,9 @@ B, T, T_SRC, T_TGT = 3, 5, 6, 4
 N_LAYERS = 2
 ENC_NAME, DEC_NAME = "EncoderLayer", "DecoderLayer"
 ENC_OUT, DEC_OUT = "[B, T, D]", "[B, T_tgt, D]"
-NO_DROP = f", and built with dropout = {EVAL_DROPOUT} drops nothing in eval mode"
+STEADY = (
+    f"; a second call gives the same, and built with dropout = {EVAL_DROPOUT} it drops nothing in eval mode"
+)
 
 # --- how a layer's sub-layers can be wired (the right way and the known wrong ways) ------------
 
@@ -300,16 +307,18 @@ def _layer(cls, exercise: str, norm_first: bool, state: dict) -> nn.Module:
     return layer
 
 
-def expect_eval_without_dropout(
-    exercise: str, cls, args: tuple, norm_first: bool, state: dict, inputs: tuple, expected: Expected
+def expect_steady(
+    exercise: str, module, cls, args: tuple, norm_first: bool, state: dict, inputs: tuple, expected: Expected
 ) -> None:
-    """The learner's module built with ``args``, dropout = EVAL_DROPOUT and ``norm_first``, in eval
-    mode, with ``state`` loaded: two calls on ``inputs`` both give ``expected()``, dropout 0's output
-    (computed after the learner's calls). Torch's global random state is left as it was."""
+    """``module`` (the learner's, dropout 0, ``state`` loaded), whose output on ``inputs`` was right,
+    called twice more, and the learner's module built with ``args``, dropout = EVAL_DROPOUT and
+    ``norm_first``, in eval mode, with ``state`` loaded, twice: every output is ``expected()``,
+    dropout 0's (computed after the learner's calls). Torch's global random state is kept."""
+    expect_same_on_second_call(exercise, functools.partial(_output, exercise, module, *inputs), expected)
     with torch.random.fork_rng(devices=[]):
-        module = core.build(exercise, cls, *args, dropout=EVAL_DROPOUT, norm_first=norm_first)
-        core.load_weights(exercise, module, state)
-        run = functools.partial(_output, exercise, module, *inputs)
+        dropping = core.build(exercise, cls, *args, dropout=EVAL_DROPOUT, norm_first=norm_first)
+        core.load_weights(exercise, dropping, state)
+        run = functools.partial(_output, exercise, dropping, *inputs)
         letters = ENC_OUT if exercise.startswith("Encoder") else DEC_OUT
         expect_dropout_off_in_eval(exercise, CATALOGUE[exercise], run, expected, letters)
 
@@ -348,7 +357,7 @@ def _encoder_layer_against_torch(cls, norm_first: bool, seed: int, masked: bool)
     compare_encoder_layer(layer, norm_first, x, mask, expected)
     if not masked:
         state = encoder_layer_state(oracle)
-        expect_eval_without_dropout(ENC_NAME, cls, (D, H, D_FF), norm_first, state, (x, mask), expected)
+        expect_steady(ENC_NAME, layer, cls, (D, H, D_FF), norm_first, state, (x, mask), expected)
     return layer, x, mask
 
 
@@ -366,13 +375,13 @@ def check_encoder_layer_shapes(cls) -> None:
 def check_encoder_layer_post_ln(cls) -> None:
     """Post-LN (norm_first=False): equal to nn.TransformerEncoderLayer with the same weights."""
     _encoder_layer_against_torch(cls, norm_first=False, seed=10, masked=False)
-    core.passed(f"{ENC_NAME} (Post-LN) equals torch's nn.TransformerEncoderLayer(norm_first=False){NO_DROP}")
+    core.passed(f"{ENC_NAME} (Post-LN) equals torch's nn.TransformerEncoderLayer(norm_first=False){STEADY}")
 
 
 def check_encoder_layer_pre_ln(cls) -> None:
     """Pre-LN (norm_first=True): equal to nn.TransformerEncoderLayer(norm_first=True)."""
     _encoder_layer_against_torch(cls, norm_first=True, seed=20, masked=False)
-    core.passed(f"{ENC_NAME} (Pre-LN) equals torch's nn.TransformerEncoderLayer(norm_first=True){NO_DROP}")
+    core.passed(f"{ENC_NAME} (Pre-LN) equals torch's nn.TransformerEncoderLayer(norm_first=True){STEADY}")
 
 
 def check_encoder_layer_mask(cls) -> None:
@@ -416,7 +425,7 @@ def _decoder_layer_against_torch(cls, norm_first: bool, seed: int, masked: bool)
     compare_decoder_layer(layer, norm_first, x, memory, src_mask, tgt_mask, expected)
     if not masked:
         state, inputs = decoder_layer_state(oracle), (x, memory, src_mask, tgt_mask)
-        expect_eval_without_dropout(DEC_NAME, cls, (D, H, D_FF), norm_first, state, inputs, expected)
+        expect_steady(DEC_NAME, layer, cls, (D, H, D_FF), norm_first, state, inputs, expected)
     return layer, x, memory, src_mask, tgt_mask
 
 
@@ -436,13 +445,13 @@ def check_decoder_layer_shapes(cls) -> None:
 def check_decoder_layer_post_ln(cls) -> None:
     """Post-LN (norm_first=False): equal to nn.TransformerDecoderLayer with the same weights."""
     _decoder_layer_against_torch(cls, norm_first=False, seed=60, masked=False)
-    core.passed(f"{DEC_NAME} (Post-LN) equals torch's nn.TransformerDecoderLayer(norm_first=False){NO_DROP}")
+    core.passed(f"{DEC_NAME} (Post-LN) equals torch's nn.TransformerDecoderLayer(norm_first=False){STEADY}")
 
 
 def check_decoder_layer_pre_ln(cls) -> None:
     """Pre-LN (norm_first=True): equal to nn.TransformerDecoderLayer(norm_first=True)."""
     _decoder_layer_against_torch(cls, norm_first=True, seed=70, masked=False)
-    core.passed(f"{DEC_NAME} (Pre-LN) equals torch's nn.TransformerDecoderLayer(norm_first=True){NO_DROP}")
+    core.passed(f"{DEC_NAME} (Pre-LN) equals torch's nn.TransformerDecoderLayer(norm_first=True){STEADY}")
 
 
 def check_decoder_layer_masks(cls) -> None:
@@ -538,9 +547,9 @@ def check_encoder_values(cls) -> None:
         expected = torch_answer(oracle, x, **torch_masks)
         compare_encoder(stack, x, padding, expected)
         args, state = (D, H, D_FF, N_LAYERS), stack_state(oracle)
-        expect_eval_without_dropout("Encoder", cls, args, norm_first, state, (x, padding), expected)
+        expect_steady("Encoder", stack, cls, args, norm_first, state, (x, padding), expected)
     core.passed(
-        f"Encoder equals torch's nn.TransformerEncoder with a final LayerNorm, Post-LN and Pre-LN{NO_DROP}"
+        f"Encoder equals torch's nn.TransformerEncoder with a final LayerNorm, Post-LN and Pre-LN{STEADY}"
     )
 
 
@@ -570,9 +579,9 @@ def check_decoder_values(cls) -> None:
         expected = torch_answer(oracle, x, memory, **torch_masks)
         compare_decoder(stack, x, memory, src_mask, tgt_mask, expected)
         args, state, inputs = (D, H, D_FF, N_LAYERS), stack_state(oracle), (x, memory, src_mask, tgt_mask)
-        expect_eval_without_dropout("Decoder", cls, args, norm_first, state, inputs, expected)
+        expect_steady("Decoder", stack, cls, args, norm_first, state, inputs, expected)
     core.passed(
-        f"Decoder equals torch's nn.TransformerDecoder with a final LayerNorm, Post-LN and Pre-LN{NO_DROP}"
+        f"Decoder equals torch's nn.TransformerDecoder with a final LayerNorm, Post-LN and Pre-LN{STEADY}"
     )
 
 

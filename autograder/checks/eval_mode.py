@@ -1,5 +1,9 @@
-"""Dropout that ``.eval()`` switches off: a module built with dropout > 0 and put in eval mode
-computes, on every call, what it computes with dropout 0.
+"""What a module does on its second call, and with dropout > 0 in eval mode: the same as on its
+first call with dropout 0.
+
+A module called twice on the same inputs returns the same output: a forward that changes the
+module (weights scaled in place, a cache, a counter) is right once and wrong from then on, and the
+checks' first call, the only one most of them make, never shows it.
 
 Every other check builds the learner's module with dropout 0, where a dropout that ignores the
 mode drops nothing. So a module whose dropout stays on in eval mode (``F.dropout(x, p)`` without
@@ -8,7 +12,8 @@ passes them all, and then makes every evaluation, decoding and experiment after 
 Here the module is built once more with dropout = ``EVAL_DROPOUT``, called twice on the same
 inputs, and both outputs are compared with dropout 0's answer. Two different outputs are the
 catalogued mistake ``DROPOUT_IN_EVAL``, written once (for lesson 05's MultiHeadAttention) and
-shared by every Python module with a dropout argument.
+shared by every Python module with a dropout argument; the second-call check runs first, so two
+different outputs there are dropout's, not a forward that changes its module.
 """
 
 from collections.abc import Callable, Sequence
@@ -42,6 +47,20 @@ def dropped(module: Any, x: torch.Tensor) -> torch.Tensor:
     was built with, in eval mode too (unchanged at dropout 0, as that mistake is)."""
     p = built_dropout(module)
     return x if p == 0 else F.dropout(x, p, training=True)
+
+
+def expect_same_on_second_call(exercise: str, run: Callable[[], Any], expected: Expected) -> None:
+    """``run()``, the learner's module (dropout 0, eval mode) on the inputs of a call just found
+    right, twice more: both outputs must still equal ``expected()`` (computed after the calls)."""
+    outputs = [run(), run()]
+    right = expected()
+    if not all(core.same(out, right) for out in outputs):
+        raise core.CheckFailure(
+            f"{exercise}: called again on the same inputs (dropout 0, eval mode), it returned another "
+            "output than on the call before, which was right: its forward changes the module, so the "
+            "calls after the first are wrong. Compute from the inputs and the parameters alone, on every "
+            "call: no weight changed in place (`weight /= ...`, `.data`), nothing kept for the next call."
+        )
 
 
 def expect_dropout_off_in_eval(

@@ -16,12 +16,18 @@ from torch import nn
 from autograder.checks import core
 from autograder.checks.answers import Expected, answer
 from autograder.checks.device import random_tensor
-from autograder.checks.eval_mode import EVAL_DROPOUT, dropped, expect_dropout_off_in_eval
+from autograder.checks.eval_mode import (
+    EVAL_DROPOUT,
+    dropped,
+    expect_dropout_off_in_eval,
+    expect_same_on_second_call,
+)
 from autograder.checks.oracles import feed_forward_state, torch_layer
 
 EXERCISE = "PositionwiseFeedForward"
 B, T, D, D_FF = 2, 5, 8, 20
 X = "[B, T, D]"
+SECOND_CALL = ", and a second call gives the same"
 SIGNATURE = 'PositionwiseFeedForward(d_model, d_ff, dropout=0.0, activation="relu")'
 ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
@@ -104,14 +110,17 @@ def build_with(
     return module
 
 
-def expect_eval_without_dropout(cls, activation: str | None, state: dict, x, expected: Expected) -> None:
-    """The learner's module built with dropout = EVAL_DROPOUT, in eval mode, with ``state`` loaded:
-    two calls on x both give ``expected()``, dropout 0's output (computed after the learner's calls).
-    Torch's global random state is left as it was (building draws weights, a dropout draws masks)."""
+def expect_steady(module, cls, activation: str | None, state: dict, x, expected: Expected) -> None:
+    """``module`` (the learner's, dropout 0, ``state`` loaded), whose output on x was right, called
+    twice more, and the learner's module built with dropout = EVAL_DROPOUT, in eval mode, with
+    ``state`` loaded, twice: every output is ``expected()``, dropout 0's (computed after the
+    learner's calls). Torch's global random state is left as it was (building draws weights, a
+    dropout draws masks)."""
     d_ff, d_model = state["linear1.weight"].shape
+    expect_same_on_second_call(EXERCISE, functools.partial(core.output, EXERCISE, module, {"x": x}), expected)
     with torch.random.fork_rng(devices=[]):
-        module = build_with(cls, d_model, d_ff, activation, state, dropout=EVAL_DROPOUT)
-        run = functools.partial(core.output, EXERCISE, module, {"x": x})
+        dropping = build_with(cls, d_model, d_ff, activation, state, dropout=EVAL_DROPOUT)
+        run = functools.partial(core.output, EXERCISE, dropping, {"x": x})
         expect_dropout_off_in_eval(EXERCISE, MISTAKES, run, expected, X)
 
 
@@ -145,7 +154,7 @@ def _check_activation(cls, activation: str | None, seed: int) -> None:
     x = random_tensor(B, T, D, seed=seed + 10, scale=2.0)
     expected = answer(torch_feed_forward, layer, x)
     compare(module, name, x, expected)
-    expect_eval_without_dropout(cls, activation, feed_forward_state(layer), x, expected)
+    expect_steady(module, cls, activation, feed_forward_state(layer), x, expected)
 
 
 def check_feed_forward_relu(cls) -> None:
@@ -153,7 +162,7 @@ def check_feed_forward_relu(cls) -> None:
     _check_activation(cls, None, seed=20)
     core.passed(
         f"{EXERCISE} with the default activation='relu' equals torch's linear2(relu(linear1(x))); built "
-        f"with dropout = {EVAL_DROPOUT}, it drops nothing in eval mode"
+        f"with dropout = {EVAL_DROPOUT}, it drops nothing in eval mode{SECOND_CALL}"
     )
 
 
@@ -162,7 +171,7 @@ def check_feed_forward_gelu(cls) -> None:
     _check_activation(cls, "gelu", seed=40)
     core.passed(
         f"{EXERCISE} with activation='gelu' equals torch's linear2(gelu(linear1(x))) (exact GELU); built "
-        f"with dropout = {EVAL_DROPOUT}, it drops nothing in eval mode"
+        f"with dropout = {EVAL_DROPOUT}, it drops nothing in eval mode{SECOND_CALL}"
     )
 
 

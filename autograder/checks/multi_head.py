@@ -22,7 +22,12 @@ from torch import nn
 from autograder.checks import core
 from autograder.checks.answers import Expected, answer
 from autograder.checks.device import exact_matmul, random_mask, random_tensor
-from autograder.checks.eval_mode import EVAL_DROPOUT, dropped, expect_dropout_off_in_eval
+from autograder.checks.eval_mode import (
+    EVAL_DROPOUT,
+    dropped,
+    expect_dropout_off_in_eval,
+    expect_same_on_second_call,
+)
 from autograder.checks.oracles import mha_state, torch_mha
 
 B, H, D_K, T_Q, T_K = 2, 3, 4, 5, 7
@@ -365,15 +370,21 @@ def compare_mha(module, n_heads, query, key, value, mask, expected: Expected, ke
     core.expect_close(MHA, "self.attn", attn, expected_attn, MHA_ATTN)
 
 
-def expect_eval_without_dropout(cls, n_heads: int, state: dict, inputs: tuple, expected: Expected) -> None:
-    """The learner's module built with dropout = EVAL_DROPOUT, in eval mode, with ``state`` loaded:
-    two calls on ``inputs`` (query, key, value, mask) both give ``expected()``'s output, dropout
+def expect_steady(module, cls, n_heads: int, state: dict, inputs: tuple, expected: Expected) -> None:
+    """``module`` (the learner's, dropout 0, ``state`` loaded), whose output on ``inputs`` (query,
+    key, value, mask) was right, called twice more, and the learner's module built with dropout =
+    EVAL_DROPOUT, in eval mode, with ``state`` loaded, twice: every output is ``expected()``'s, dropout
     0's (computed after the learner's calls)."""
+
+    def expected_out() -> torch.Tensor:  # the output, without the weights
+        return expected()[0]
+
+    expect_same_on_second_call(MHA, functools.partial(_forward, module, *inputs, n_heads), expected_out)
     core.expect_parameter(MHA, cls, "dropout", "MultiHeadAttention(d_model, n_heads, dropout=0.0)")
-    module = core.build(MHA, cls, inputs[0].size(-1), n_heads, dropout=EVAL_DROPOUT)
-    core.load_weights(MHA, module, state)
+    dropping = core.build(MHA, cls, inputs[0].size(-1), n_heads, dropout=EVAL_DROPOUT)
+    core.load_weights(MHA, dropping, state)
     expect_dropout_off_in_eval(
-        MHA, MHA_MISTAKES, lambda: _forward(module, *inputs, n_heads), lambda: expected()[0], MHA_OUT
+        MHA, MHA_MISTAKES, functools.partial(_forward, dropping, *inputs, n_heads), expected_out, MHA_OUT
     )
 
 
@@ -451,11 +462,11 @@ def check_mha_cross_attention(cls) -> None:
     query, key, value = _inputs(seed=310)
     expected = answer(torch_expected, torch_module, query, key, value)
     compare_mha(module, H, query, key, value, None, expected)
-    expect_eval_without_dropout(cls, H, state, (query, key, value, None), expected)
+    expect_steady(module, cls, H, state, (query, key, value, None), expected)
     core.passed(
         f"{MHA} equals nn.MultiheadAttention for cross-attention: query [B, T_q, D], key and value "
         f"[B, T_k, D], T_q={T_Q} != T_k={T_K}, output {MHA_OUT}; built with dropout = {EVAL_DROPOUT}, "
-        "it drops nothing in eval mode"
+        "it drops nothing in eval mode, and a second call gives the same"
     )
 
 

@@ -57,7 +57,7 @@ def hidden_encoder_layer(fresh: Fresh, cls, norm_first: bool, masked: bool, tria
             checks.compare_encoder_layer(learner, norm_first, x, mask, answer(reference, x, mask))
         state, expected = _state(reference), answer(reference, x, mask)
         args = (d_model, heads, d_ff)
-        checks.expect_eval_without_dropout("EncoderLayer", cls, args, norm_first, state, (x, mask), expected)
+        checks.expect_steady("EncoderLayer", learner, cls, args, norm_first, state, (x, mask), expected)
 
 
 @replayable
@@ -78,8 +78,8 @@ def hidden_decoder_layer(fresh: Fresh, cls, norm_first: bool, masked: bool, tria
         checks.compare_decoder_layer(learner, norm_first, x, memory, src_mask, tgt_mask, expected)
         inputs = (x, memory, src_mask, tgt_mask)
         args = (d_model, heads, d_ff)
-        checks.expect_eval_without_dropout(
-            "DecoderLayer", cls, args, norm_first, _state(reference), inputs, expected
+        checks.expect_steady(
+            "DecoderLayer", learner, cls, args, norm_first, _state(reference), inputs, expected
         )
 
 
@@ -94,7 +94,7 @@ def hidden_encoder(fresh: Fresh, cls, trials: int = 2) -> None:
         x, mask = fresh.tensor(batch, length, d_model), _padding(fresh, batch, length)
         checks.compare_encoder(learner, x, mask, answer(reference, x, mask))
         state, expected = _state(reference), answer(reference, x, mask)
-        checks.expect_eval_without_dropout("Encoder", cls, args, norm_first, state, (x, mask), expected)
+        checks.expect_steady("Encoder", learner, cls, args, norm_first, state, (x, mask), expected)
 
 
 @replayable
@@ -112,6 +112,4 @@ def hidden_decoder(fresh: Fresh, cls, trials: int = 2) -> None:
         expected = answer(reference, x, memory, src_mask, tgt_mask)
         checks.compare_decoder(learner, x, memory, src_mask, tgt_mask, expected)
         inputs = (x, memory, src_mask, tgt_mask)
-        checks.expect_eval_without_dropout(
-            "Decoder", cls, args, norm_first, _state(reference), inputs, expected
-        )
+        checks.expect_steady("Decoder", learner, cls, args, norm_first, _state(reference), inputs, expected)
