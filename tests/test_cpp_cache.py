@@ -21,6 +21,7 @@ import pytest
 from autograder import cpp_pch, libtorch
 from autograder.engine import cpp_cache
 from autograder.engine.kernels import sandbox
+from autograder.engine.kernels.environment import CPP_CACHE_IN_SANDBOX, kernel_environment
 from autograder.engine.kernels.sandbox import Limits, SandboxSpec
 from solutions.libtorch import CppEmbedding
 
@@ -61,7 +62,7 @@ def in_kernel_sandbox(workspace: Path, code: str, defended: bool = True) -> subp
     )
     if not defended:
         sandbox.give_to_sandbox(cache)  # as a kernel's own folder is
-    environment = sandbox.kernel_environment(os.environ, str(cache))
+    environment = kernel_environment(os.environ, str(cache))
     return subprocess.run(
         spec.command([sys.executable, "-c", code]), env=environment, capture_output=True, text=True, cwd="/"
     )
@@ -207,7 +208,7 @@ def test_a_poisoned_build_planted_by_one_kernel_is_never_imported_by_another(gra
     planted = in_kernel_sandbox(workspace, POISON.format(name=name))
     assert planted.returncode == 0, planted.stderr
     lines = planted.stdout.splitlines()
-    assert f"planted {sandbox.CPP_CACHE_IN_SANDBOX}" in lines
+    assert f"planted {CPP_CACHE_IN_SANDBOX}" in lines
     assert f"refused {cache} Read-only file system" in lines
     # within its own sandbox the poison is what it would import: a writable cache is the channel
     assert f"found /tmp/course-cpp/{name}/{name}.so" in lines

@@ -1,5 +1,8 @@
-"""Without bubblewrap the pipeline refuses to grade, says why, and how to grade anyway."""
+"""The sandbox as a value (``SandboxSpec``), the one way a process starts in it (``launch``), the
+limits' crossing into the kernel managers' settings, and, without bubblewrap, the pipeline's
+refusal to grade, saying why and how to grade anyway."""
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -7,7 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder.engine.kernels.sandbox import Limits, SandboxSpec
+from autograder.engine.kernels import sandbox, seccomp
+from autograder.engine.kernels.limits import Limits
+from autograder.engine.kernels.sandbox import SandboxedKernelManager, SandboxSpec
+from autograder.engine.kernels.zygote import WarmKernelManager
+from autograder.engine.nbgrader_config import sandboxed
 from autograder.engine.pipeline import Pipeline, SandboxUnavailable
 
 NO_BWRAP = str(Path(sys.executable).parent)  # a PATH with this environment's tools and no bwrap
@@ -135,3 +142,68 @@ def test_one_specification_gives_the_zygote_its_command_fresh_folders_and_kernel
     for name, value in warm.environment().items():
         at = started.index(name)
         assert started[at - 1 : at + 2] == ["--setenv", name, value]
+
+
+@pytest.mark.parametrize("field", dataclasses.fields(Limits), ids=lambda field: field.name)
+def test_every_limit_reaches_both_kernel_managers_and_comes_back_unchanged(field, tmp_path):
+    """One field at a time set to a value that is not its default, so that a field the conversion
+    leaves out comes back as its default and fails here."""
+    default = getattr(Limits(), field.name)
+    assert type(default) in (int, float), f"give this test a value of {field.type} for {field.name}"
+    limits = dataclasses.replace(Limits(), **{field.name: default * 2 + 1})
+    for manager in (SandboxedKernelManager, WarmKernelManager):
+        assert manager().limits() == Limits()  # each trait's default is its field's
+        assert manager(config=limits.to_config()).limits() == limits
+        assert manager(config=sandboxed(tmp_path, limits)).limits() == limits  # nbgrader's config
+
+
+def _recording_filters(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The descriptors of the keyring filters ``launch`` makes from now on."""
+    made: list[int] = []
+    make = seccomp.filter_fd
+    monkeypatch.setattr(seccomp, "filter_fd", lambda: made.append(make()) or made[-1])
+    return made
+
+
+def _closed(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return True
+    return False
+
+
+def test_launch_starts_the_process_under_the_keyring_filter_in_a_group_of_its_own(monkeypatch):
+    filters = _recording_filters(monkeypatch)
+    spec = SandboxSpec(Limits(), readable=tuple(sandbox.needed()), private=tuple(sandbox.private_roots()))
+    launched = sandbox.launch(
+        spec, ["cat", "/proc/self/status", "/proc/self/cgroup"], stdout=subprocess.PIPE, text=True
+    )
+    printed, _ = launched.process.communicate(timeout=60)
+    assert launched.process.returncode == 0 and _closed(filters[0])  # bwrap had its own copy
+    assert "Seccomp:\t2" in printed  # a filter is loaded (mode 2): the keyring filter
+    if sandbox.cgroup_root("pids") is None:
+        assert launched.group is None
+        return
+    assert f"{launched.group.folders['pids'].name}" in printed  # counted from its start
+    sandbox.remove_group(launched.group)
+    assert not any(folder.exists() for folder in launched.group.distinct())
+
+
+def test_a_launch_that_cannot_start_leaves_no_descriptor_and_no_group_behind(monkeypatch):
+    filters = _recording_filters(monkeypatch)
+    groups: list[sandbox.Group | None] = []
+    make_group = sandbox.sandbox_group
+    monkeypatch.setattr(
+        sandbox, "sandbox_group", lambda limits: groups.append(make_group(limits)) or groups[-1]
+    )
+
+    def refuse(command: list[str], **options: object) -> subprocess.Popen:
+        assert filters[0] in options["pass_fds"] and command[-1] == "true"
+        raise FileNotFoundError("bwrap")
+
+    with pytest.raises(FileNotFoundError, match="bwrap"):
+        sandbox.launch(SandboxSpec(Limits()), ["true"], refuse)
+    assert _closed(filters[0]) and len(groups) == 1
+    if groups[0] is not None:
+        assert not any(folder.exists() for folder in groups[0].distinct())

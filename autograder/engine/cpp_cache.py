@@ -49,17 +49,16 @@ import nbformat
 
 from autograder import cpp_pch, libtorch
 from autograder.engine.flags import CPP_EXERCISES, cpp_cell
-from autograder.engine.kernels import seccomp
+from autograder.engine.kernels.environment import kernel_environment
 from autograder.engine.kernels.sandbox import (
     Limits,
     SandboxSpec,
     give_to_sandbox,
-    kernel_environment,
+    launch,
     needed,
     open_only_by_name,
     private_roots,
     remove_group,
-    sandbox_group,
 )
 from autograder.lessons import EXERCISES
 
@@ -227,25 +226,18 @@ def _run_build(
     )
     child = [sys.executable, "-m", "autograder.libtorch", "build", str(build), name, "--no-import"]
     child += [f"--pch={pch}"] if pch is not None else []
-    keyring_filter = seccomp.filter_fd()
-    command = spec.command(child, seccomp_fd=keyring_filter)
-    group = sandbox_group(limits)
-    if group is not None:
-        command = group.join(command)
     environment = {**kernel_environment(os.environ), "MAX_JOBS": "1"}
-    try:
-        process = subprocess.Popen(
-            command,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=environment,
-            cwd=str(build),
-            pass_fds=(keyring_filter,),
-            start_new_session=True,
-        )
-    finally:
-        os.close(keyring_filter)
+    launched = launch(
+        spec,
+        child,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=environment,
+        cwd=str(build),
+        start_new_session=True,
+    )
+    process = launched.process
     try:
         log, _ = process.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
@@ -253,8 +245,8 @@ def _run_build(
         process.communicate()
         return Failure(f"did not compile within {limit:.0f} s", final=False)
     finally:
-        if group is not None:
-            remove_group(group)
+        if launched.group is not None:
+            remove_group(launched.group)
     if process.returncode != 0:
         found = libtorch.FIRST_ERROR.search(log)
         why = found.group(0) if found else f"the build exited {process.returncode}: {log.strip()[-400:]}"

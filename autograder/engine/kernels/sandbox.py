@@ -27,7 +27,8 @@ therefore starts inside bubblewrap (`bwrap`, Debian's package `bubblewrap`):
   mappings and scratch files included (``sandbox_group``).
 
 The kernel talks to the grader over ipc sockets in a private folder of its own, which is
-all it shares with the outside. Where bubblewrap cannot run, `problem()` says why.
+all it shares with the outside. Where bubblewrap cannot run, `problem()` says why. Every
+sandboxed process (a cold kernel, a zygote, a trusted C++ build) is started by ``launch``.
 """
 
 import os
@@ -37,49 +38,27 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from jupyter_client import launcher
+from jupyter_client.connect import KernelConnectionInfo
 from jupyter_client.manager import AsyncKernelManager
+from jupyter_client.provisioning import LocalProvisioner
 from jupyter_core.paths import jupyter_runtime_dir
-from traitlets import Float, Integer, List, Unicode
+from traitlets import List, Unicode
 
 from autograder.engine.execute import CourseExecute
 from autograder.engine.kernels import seccomp
+from autograder.engine.kernels.environment import SANDBOX_VARIABLES, kernel_environment
+from autograder.engine.kernels.limits import Limits, limit_trait
 from autograder.engine.kernels.write_watch import WriteWatch
-from autograder.engine.submission_files import Caps, clean
+from autograder.engine.submission_files import clean
 from autograder.lessons import ROOT
 
 INSTALL_HINT = "install it (Debian and Ubuntu: `apt-get install bubblewrap`)"
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one grading kernel may use. The defaults fit the lessons with room to spare:
-    a lesson's kernel peaks near 0.5 GiB and uses well under a minute of CPU."""
-
-    # private writable memory of each process (RLIMIT_DATA); the size of each of /tmp and
-    # /dev/shm; and, where a memory group can be made, the sandbox's whole memory beyond what
-    # its imports take (memory_cap)
-    memory_gib: float = 4.0
-    cpu_s: int = 600  # CPU seconds of each process (RLIMIT_CPU), all cells together
-    open_files: int = 1024  # RLIMIT_NOFILE
-    # processes and threads of the whole kernel (a cgroup's pids.max, where one can be made):
-    # a kernel runs about 10 threads of its own plus one per core for PyTorch
-    tasks: int = 512
-    # what the grader keeps of the files a kernel leaves in its folder (submission_files.Caps)
-    folder_mib: int = Caps.mib
-    folder_files: int = Caps.files
-    # the largest file a process may write (RLIMIT_FSIZE), in its folder, /tmp or anywhere
-    file_mib: int = 1024
-    # what it may write to its folders on the grader's disk while it runs, all files together
-    # (autograder/engine/kernels/write_watch.py: past it, the kernel is ended)
-    disk_mib: int = 1024
-
-    def caps(self) -> Caps:
-        """The caps on what the grader keeps of a kernel's folder."""
-        return Caps(mib=self.folder_mib, files=self.folder_files)
 
 
 # What a sandbox's own imports take of its memory group before a cell runs, with room to
@@ -90,46 +69,6 @@ MEMORY_HEADROOM_GIB = 0.5
 SCRATCH = (Path("/tmp"), Path("/dev/shm"))  # scratch file systems of Limits.memory_gib each
 FOLDER_BYTES = 64 * 2**20  # an emptied home or hidden folder: mount points and a few settings
 NOBODY = 65534  # the uid of nobody and the gid of nogroup (Debian, Ubuntu, Fedora, ...)
-
-# The grader's environment variables a kernel keeps: the search path, the home folder, the
-# locale, the thread counts (OMP_NUM_THREADS, MKL_NUM_THREADS, ...), the course's own
-# settings (COURSE_DEVICE, COURSE_HIDDEN_SEED), nbgrader's flags, Jupyter's and ipykernel's
-# (JPY_SESSION_NAME, PYDEVD_DISABLE_FILE_VALIDATION), IPython's and matplotlib's.
-KERNEL_VARIABLES = frozenset(
-    {
-        "PATH",
-        "HOME",
-        "LANG",
-        "LANGUAGE",
-        "TZ",
-        "NBGRADER_EXECUTION",
-        "NBGRADER_VALIDATING",
-        "PYDEVD_DISABLE_FILE_VALIDATION",
-        "IPYTHONDIR",
-        "MPLBACKEND",
-        "MPLCONFIGDIR",
-    }
-)
-KERNEL_PREFIXES = ("LC_", "COURSE_", "JPY_")
-KERNEL_SUFFIXES = ("_NUM_THREADS",)
-CPP_CACHE_VARIABLE, CPP_CACHE_IN_SANDBOX = "COURSE_CPP_CACHE", "/tmp/course-cpp"  # autograder/libtorch.py
-
-
-def kernel_environment(environment: Mapping[str, str], shared_cpp_cache: str = "") -> dict[str, str]:
-    """The variables of ``environment`` that a grading kernel may see (an allow-list: the
-    constants above); the rest, the grader's passwords, tokens and keys among them, stay out.
-    ``shared_cpp_cache``: the grader's cache of trusted C++ builds (read-only in the sandbox), if any."""
-    kept = {
-        name: value
-        for name, value in environment.items()
-        if name in KERNEL_VARIABLES or name.startswith(KERNEL_PREFIXES) or name.endswith(KERNEL_SUFFIXES)
-    }
-    # lesson 12 builds C++ in the sandbox's private /tmp (swept between notebooks), never in a
-    # folder another kernel could see, nor in the small hidden home folder; finished builds are
-    # also found in the grader's shared cache, which the sandbox binds read-only (shared_folders)
-    caches = [CPP_CACHE_IN_SANDBOX, *([shared_cpp_cache] if shared_cpp_cache else [])]
-    kept[CPP_CACHE_VARIABLE] = os.pathsep.join(caches)
-    return kept
 
 
 def shared_folders(shared_cpp_cache: str) -> tuple[Path, ...]:
@@ -339,11 +278,6 @@ def private_roots() -> list[Path]:
     return list(dict.fromkeys(root.resolve() for root in roots if root.is_dir()))
 
 
-# The variables the sandbox itself sets. In its own process namespace the kernel's parent is
-# pid 1, which ipykernel knows never to watch (the grader's pid means nothing in there). IPython
-# and matplotlib keep their settings and caches in the home folder, hidden here: they get the
-# private /tmp.
-SANDBOX_VARIABLES = {"JPY_PARENT_PID": "1", "IPYTHONDIR": "/tmp/ipython", "MPLCONFIGDIR": "/tmp/matplotlib"}
 PRLIMIT_OPTIONS = {
     "RLIMIT_DATA": "--data",
     "RLIMIT_CPU": "--cpu",
@@ -485,37 +419,93 @@ def _own_user() -> tuple[list[str], list[str]]:
     return options, [*become, "--inh-caps=-all", "--bounding-set=-all", "--"]
 
 
+@dataclass(frozen=True)
+class Launched:
+    """A process started in a sandbox, and the group it runs in (None where no cgroup can be made
+    here): ``remove_group`` it once the process has ended."""
+
+    process: subprocess.Popen
+    group: Group | None
+
+
+def launch(
+    spec: SandboxSpec,
+    command: list[str],
+    start: Callable[..., subprocess.Popen] = subprocess.Popen,
+    *,
+    process_limits: bool = True,
+    info_fd: int | None = None,
+    pass_fds: tuple[int, ...] = (),
+    **options: Any,
+) -> Launched:
+    """Start ``command`` in ``spec``'s sandbox: the one way a cold kernel, a zygote and a trusted C++
+    build start. bwrap gets the keyring filter (``seccomp.filter_fd()``, closed here once started)
+    and runs in a new group capped at ``spec.limits`` (``sandbox_group``, removed here if the start
+    fails). ``start`` is called as subprocess.Popen is, with ``pass_fds`` (``info_fd`` and the
+    filter added) and ``options``; ``process_limits`` and ``info_fd`` go to ``spec.command``."""
+    keyring_filter = seccomp.filter_fd()
+    try:
+        sandboxed = spec.command(
+            command, seccomp_fd=keyring_filter, process_limits=process_limits, info_fd=info_fd
+        )
+        group = sandbox_group(spec.limits)
+        passed = (*pass_fds, *([] if info_fd is None else [info_fd]), keyring_filter)
+        try:
+            process = start(sandboxed if group is None else group.join(sandboxed), pass_fds=passed, **options)
+        except BaseException:
+            if group is not None:
+                remove_group(group)
+            raise
+    finally:
+        os.close(keyring_filter)  # bwrap has its own copy, or never started
+    return Launched(process, group)
+
+
 class SandboxSettings(AsyncKernelManager):
     """What the instructor sets of every grading kernel's sandbox, for the cold and the warm
     kernel managers alike (configure them as ``c.SandboxSettings``): the hidden folders, and
     ``Limits``' fields, which ``limits()`` gives back as one value."""
 
     hidden = List(Unicode(), help="folders the kernel must not see (the grading workspace)").tag(config=True)
-    memory_gib = Float(Limits.memory_gib, help="private writable memory per process, GiB").tag(config=True)
-    cpu_s = Integer(Limits.cpu_s, help="CPU seconds per process").tag(config=True)
-    open_files = Integer(Limits.open_files, help="open files per process").tag(config=True)
-    tasks = Integer(Limits.tasks, help="processes and threads of the sandbox, where cgroups allow").tag(
-        config=True
-    )
-    folder_mib = Integer(Caps.mib, help="MiB of files kept of what a kernel leaves in its folder").tag(
-        config=True
-    )
-    folder_files = Integer(Caps.files, help="files and folders kept of what a kernel leaves").tag(config=True)
-    file_mib = Integer(Limits.file_mib, help="MiB of the largest file a kernel's process may write").tag(
-        config=True
-    )
-    disk_mib = Integer(Limits.disk_mib, help="MiB a kernel's folders may hold on disk while it runs").tag(
-        config=True
-    )
+    memory_gib = limit_trait("memory_gib", "private writable memory per process, GiB")
+    cpu_s = limit_trait("cpu_s", "CPU seconds per process")
+    open_files = limit_trait("open_files", "open files per process")
+    tasks = limit_trait("tasks", "processes and threads of the sandbox, where cgroups allow")
+    folder_mib = limit_trait("folder_mib", "MiB of files kept of what a kernel leaves in its folder")
+    folder_files = limit_trait("folder_files", "files and folders kept of what a kernel leaves")
+    file_mib = limit_trait("file_mib", "MiB of the largest file a kernel's process may write")
+    disk_mib = limit_trait("disk_mib", "MiB a kernel's folders may hold on disk while it runs")
     cpp_cache = Unicode("", help="the grader's cache of trusted C++ builds, bound read-only").tag(config=True)
     left_behind: list[str] = []  # what the kernel left and was not kept: replaced, never changed
 
     def limits(self) -> Limits:
-        return Limits(**{field.name: getattr(self, field.name) for field in fields(Limits)})
+        return Limits.from_settings(self)
+
+
+class SandboxProvisioner(LocalProvisioner):
+    """A LocalProvisioner that starts its kernel with ``launch`` in its manager's sandbox
+    (``SandboxedKernelManager.sandbox_spec``), jupyter_client's launcher calling Popen; ``group``:
+    the sandbox's cgroup while the kernel lives (None where none can be made)."""
+
+    group: Group | None = None
+
+    async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
+        launched = launch(self.parent.sandbox_spec(), cmd, start=launcher.launch_kernel, **kwargs)
+        self.process, self.group = launched.process, launched.group
+        self.pid = self.pgid = self.process.pid  # the launcher starts a session of its own
+        self.cwd = kwargs.get("cwd", os.getcwd())
+        return self.connection_info
+
+    async def cleanup(self, restart: bool = False) -> None:
+        """Once the kernel has ended: its group removed (no process of the sandbox is left)."""
+        await super().cleanup(restart=restart)
+        if self.group is not None:
+            remove_group(self.group)
+            self.group = None
 
 
 class SandboxedKernelManager(SandboxSettings):
-    """A kernel manager whose kernels start cold inside their own sandbox (``SandboxSpec``).
+    """A kernel manager whose kernels start cold inside their own sandbox (``SandboxProvisioner``).
 
     The kernel's working folder (the submission's folder, as nbgrader starts it) is its
     one writable folder besides a private folder for its connection file and sockets; both
@@ -525,7 +515,8 @@ class SandboxedKernelManager(SandboxSettings):
     def hit_memory_cap(self) -> bool:
         """Whether the memory group's OOM killer ended a process of this kernel's sandbox (ask
         before the kernel is cleaned up); False where there is no memory group."""
-        return self._group is not None and self._group.oom_kills() > 0
+        group = getattr(self.provisioner, "group", None)
+        return group is not None and group.oom_kills() > 0
 
     def hit_write_cap(self) -> bool:
         """Whether the kernel was ended for writing more than ``Limits.disk_mib`` to its folders."""
@@ -541,7 +532,6 @@ class SandboxedKernelManager(SandboxSettings):
         runtime = Path(jupyter_runtime_dir())
         runtime.mkdir(parents=True, exist_ok=True)
         self._private = Path(tempfile.mkdtemp(prefix="sandboxed-kernel-", dir=runtime))
-        self._group: Group | None = None
         self._watch: WriteWatch | None = None
         self.transport = "ipc"
         self.ip = str(self._private / "ipc")
@@ -551,49 +541,42 @@ class SandboxedKernelManager(SandboxSettings):
         # A signal to the process group would reach bubblewrap first, and end the sandbox with
         # the kernel in it; an interrupt request on the control channel reaches the kernel alone.
         self.kernel_spec.interrupt_mode = "message"
+        if self.provisioner is None:
+            self.provisioner = SandboxProvisioner(
+                kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self
+            )
         command, kw = await super()._async_pre_start_kernel(**kw)  # the connection file is written
         for folder in (self._workdir, self._private):
             give_to_sandbox(folder)
         kw["env"] = kernel_environment(kw["env"], self.cpp_cache)
-        kw["pass_fds"] = (self._filter,)
         return command, kw
 
-    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
-        command = super().format_kernel_cmd(extra_arguments)
-        hidden = [Path(folder).resolve() for folder in self.hidden]
-        self._filter = seccomp.filter_fd()
-        spec = SandboxSpec(
+    def sandbox_spec(self) -> SandboxSpec:
+        """The kernel's sandbox: its working and private folders writable, the hidden ones hidden."""
+        return SandboxSpec(
             self.limits(),
             writable=(self._workdir, self._private),
-            hidden=tuple(hidden),
+            hidden=tuple(Path(folder).resolve() for folder in self.hidden),
             readable=tuple(needed()),
             private=tuple(private_roots()),
             shared=shared_folders(self.cpp_cache),
         )
-        sandboxed = spec.command(command, seccomp_fd=self._filter)
-        self._group = sandbox_group(self.limits())
-        return sandboxed if self._group is None else self._group.join(sandboxed)
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
-        try:
-            await super()._async_launch_kernel(kernel_cmd, **kw)
-        finally:
-            os.close(self._filter)  # bwrap has its own copy, or never started
+        await super()._async_launch_kernel(kernel_cmd, **kw)
         folders, cap = (self._workdir, self._private), self.limits().disk_mib * 2**20
         self._watch = WriteWatch(folders, cap, self._end_sandbox).start()
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
-        """Once the kernel has ended: its private folder and task group removed, and what it left
-        in its working folder cleaned (autograder/engine/submission_files.py), its lines kept in
-        ``left_behind``. Runs again, harmlessly, when nbclient calls it after a shutdown."""
+        """Once the kernel has ended: its group removed (``SandboxProvisioner.cleanup``), its
+        private folder too, and what it left in its working folder cleaned
+        (autograder/engine/submission_files.py), its lines kept in ``left_behind``. Runs again,
+        harmlessly, when nbclient calls it after a shutdown."""
         await super()._async_cleanup_resources(restart=restart)
         if not restart:
             if self._watch is not None:
                 self._watch.stop()
             shutil.rmtree(self._private, ignore_errors=True)
-            if self._group is not None:
-                remove_group(self._group)  # once no process of the sandbox is left
-                self._group = None
             self.left_behind = [*self.left_behind, *clean(self._workdir, self.limits().caps())]
             take_back(self._workdir)
 

@@ -5,7 +5,7 @@ importing torch, matplotlib and the checks. Here those imports happen once per g
 process, in a zygote (autograder/engine/kernels/zygote_server.py) that lives in a sandbox like a cold
 kernel's and forks a kernel for each notebook; no notebook sees what another left:
 
-- the sandbox is ``sandbox.wrap``'s, with the same hidden, private and readable folders,
+- the sandbox is started by ``sandbox.launch``, with the same hidden, private and readable folders,
   limits, user, keyring filter and allow-listed environment, in one group (``sandbox_group``:
   tasks and memory) with its kernels, and with no capabilities: the zygote is its process 1,
   so no kernel can signal it, and it is not dumpable, so no kernel can read its memory or
@@ -51,18 +51,17 @@ from jupyter_core.paths import jupyter_runtime_dir
 from autograder import grading, lessons
 from autograder.engine import submission_files
 from autograder.engine.execute import CourseExecute
-from autograder.engine.kernels import seccomp
+from autograder.engine.kernels.environment import kernel_environment
 from autograder.engine.kernels.sandbox import (
     Group,
     Limits,
     SandboxSettings,
     SandboxSpec,
     give_to_sandbox,
-    kernel_environment,
+    launch,
     needed,
     private_roots,
     remove_group,
-    sandbox_group,
     shared_folders,
 )
 from autograder.engine.kernels.sandbox import problem as sandbox_problem
@@ -183,28 +182,28 @@ class Zygote:
             shared=shared_folders(spec.cpp_cache),
             as_pid_1=True,
         )
-        keyring_filter = seccomp.filter_fd()
         info, info_end = os.pipe()
         server = [spec.python, "-P", "-m", "autograder.engine.kernels.zygote_server"]
-        sandbox = self.sandbox.command(
-            server, seccomp_fd=keyring_filter, process_limits=False, info_fd=info_end
-        )
-        self.group: Group | None = sandbox_group(spec.limits)
-        if self.group is not None:
-            sandbox = self.group.join(sandbox)
         # bwrap's --die-with-parent ends the sandbox when the thread that started it ends:
         # the spawner's one thread lives as long as this process
-        self.process = spawner.submit(
-            subprocess.Popen,
-            sandbox,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            pass_fds=(info_end, keyring_filter),
-            env=dict(spec.environment),
-            cwd="/",
-        ).result()
-        os.close(info_end)
-        os.close(keyring_filter)
+        try:
+            launched = launch(
+                self.sandbox,
+                server,
+                lambda command, **options: spawner.submit(subprocess.Popen, command, **options).result(),
+                process_limits=False,
+                info_fd=info_end,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=dict(spec.environment),
+                cwd="/",
+            )
+        except BaseException:
+            os.close(info)
+            raise
+        finally:
+            os.close(info_end)
+        self.process, self.group = launched.process, launched.group
         self.pidfd: int | None = None
         try:
             self.pidfd = os.pidfd_open(_child_pid(info))
