@@ -161,7 +161,12 @@ def _recording_filters(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The descriptors of the keyring filters ``launch`` makes from now on."""
     made: list[int] = []
     make = seccomp.filter_fd
-    monkeypatch.setattr(seccomp, "filter_fd", lambda: made.append(make()) or made[-1])
+
+    def recorded() -> int:
+        made.append(make())
+        return made[-1]
+
+    monkeypatch.setattr(seccomp, "filter_fd", recorded)
     return made
 
 
@@ -194,9 +199,12 @@ def test_a_launch_that_cannot_start_leaves_no_descriptor_and_no_group_behind(mon
     filters = _recording_filters(monkeypatch)
     groups: list[sandbox.Group | None] = []
     make_group = sandbox.sandbox_group
-    monkeypatch.setattr(
-        sandbox, "sandbox_group", lambda limits: groups.append(make_group(limits)) or groups[-1]
-    )
+
+    def recorded(limits: Limits) -> sandbox.Group | None:
+        groups.append(make_group(limits))
+        return groups[-1]
+
+    monkeypatch.setattr(sandbox, "sandbox_group", recorded)
 
     def refuse(command: list[str], **options: object) -> subprocess.Popen:
         assert filters[0] in options["pass_fds"] and command[-1] == "true"
