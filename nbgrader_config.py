@@ -9,9 +9,20 @@ pipeline writes a file like this one into each workspace it grades, with its own
 from pathlib import Path
 
 from autograder.engine.kernels.sandbox import Limits
-from autograder.engine.nbgrader_config import course_config
-from autograder.engine.validate import validate_as_graded
+from autograder.engine.nbgrader_config import CELL_TIMEOUT_S
+from autograder.engine.nbgrader_patches import apply_course_patches
+from autograder.engine.submission import Setup
 
+workspace = Path(__file__).resolve().parent / "workspace"
+setup = Setup(
+    workspace,
+    workspace / "release",
+    CELL_TIMEOUT_S,
+    Limits(),
+    run_everything=False,
+    db_url=f"sqlite:///{workspace / 'gradebook.db'}",
+    warm=True,
+)
 c = get_config()  # noqa: F821 (Jupyter's configuration loader provides it)
-c.merge(course_config(Path(__file__).resolve().parent / "workspace", sandbox=Limits()))
-validate_as_graded()
+c.merge(setup.config())
+apply_course_patches(setup)  # Validate and nbgrader's commands grade as the pipeline does

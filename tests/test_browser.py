@@ -322,6 +322,55 @@ def test_the_formgrader_opens_on_the_graded_workspace(graded, browser):
         page.close()
 
 
+@pytest.fixture(scope="module")
+def taken_in(tmp_path_factory) -> Path:
+    """A workspace that has taken in ben's lesson 03 (a bundled sample that leaves out the scaling)
+    and not graded it, with the verdict of an earlier grading that stopped."""
+    from autograder.authoring.samples import SAMPLES
+    from autograder.engine import verdicts
+    from autograder.engine.pipeline import Pipeline
+    from autograder.engine.submission import Graded
+
+    inbox = tmp_path_factory.mktemp("inbox")
+    shutil.copytree(SAMPLES / "ben" / LESSON, inbox / "ben" / LESSON)
+    workspace = tmp_path_factory.mktemp("taken_in")
+    pipeline = Pipeline(workspace, release=workspace / "release", log=lambda line: None)
+    pipeline.release([LESSON])
+    pipeline.collect_folder(inbox)
+    verdicts.write(workspace, Graded(LESSON, "ben", {}, [], failure="an earlier run stopped"))
+    return workspace
+
+
+def test_the_formgraders_autograde_button_records_the_verdict(taken_in, browser):
+    from autograder.engine import verdicts
+
+    stale = verdicts.read(verdicts.path(taken_in, LESSON, "ben"))
+    log = taken_in.parent / f"{taken_in.name}-formgrader.log"
+    with _served("formgrader", log, WORKSPACE=taken_in) as url:
+        page = browser.new_page(viewport={"width": 1280, "height": 700})
+        page.goto(f"{url}/login?token={TOKEN}")
+        page.goto(f"{url}/formgrader/manage_submissions/{LESSON}")
+        row = page.locator("table tr", has_text="ben").first
+        graded_reply = lambda reply: reply.url.endswith("/autograde")  # noqa: E731
+        with page.expect_response(graded_reply, timeout=240 * SECONDS) as reply:
+            row.locator("td.autograde a").click()
+        assert reply.value.json()["success"], reply.value.json()["log"][-3000:]
+        page.reload()
+        shown = (
+            page.locator("table tr", has_text="ben")
+            .first.locator("td.score")
+            .inner_text(timeout=60 * SECONDS)
+        )
+        page.close()
+
+    verdict = verdicts.read(verdicts.path(taken_in, LESSON, "ben"))
+    assert stale.failure is not None and verdict.failure is None and verdict.graded_at >= stale.graded_at
+    assert shown == f"{verdict.score:g} / {verdict.max_score:g}" and verdict.score < verdict.max_score
+    # what the judge saw: every cell ben's mistake costs points names it
+    failing = [cell for cell in verdict.cells.values() if cell.points < cell.max_points]
+    assert failing and all(cell.mistakes == ["no scaling"] for cell in failing)
+
+
 # Text of the page's body that still holds a formula's delimiter, outside code and printed output
 RAW_MATH = """() => {
   const skip = new Set(['PRE', 'CODE', 'SCRIPT', 'STYLE', 'TEXTAREA']);

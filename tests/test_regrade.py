@@ -7,9 +7,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from nbgrader.apps import NbGraderAPI
 
 from autograder.__main__ import main
 from autograder.engine import intake_time, verdicts
+from autograder.engine.nbgrader_patches import PATCHED, apply_course_patches
 from autograder.engine.pipeline import Pipeline
 from autograder.engine.regrade import regrade
 
@@ -162,3 +164,18 @@ def test_a_broken_zip_is_a_one_line_error_and_keeps_the_submission(graded, capsy
     assert main([*workspace, "regrade", "ben", "--lesson", LESSON, "--zip", str(broken)]) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and error.startswith("error: ") and "Traceback" not in error
+
+
+def test_a_regrade_after_the_formgraders_button_starts_from_the_buttons_score(graded, monkeypatch):
+    """The Formgrader's Autograde button records its verdict, so a later regrade's "before" is the
+    score the button gave (before it recorded one, the regrade logged none, or an older one)."""
+    pipeline, _ = graded
+    pipeline.take("dee", LESSON, SAMPLES / "ben" / LESSON / NOTEBOOK)
+    for owner, name in PATCHED:  # put back after the test, as nbgrader had them
+        monkeypatch.setattr(owner, name, getattr(owner, name))
+    apply_course_patches(pipeline.setup)  # what the workspace's configuration file does in the Formgrader
+    assert NbGraderAPI(config=pipeline.setup.config()).autograde(LESSON, "dee")["success"]
+    button = _gradebook(pipeline, "dee")[0]
+    assert button < _gradebook(pipeline, "ada")[0]  # ben's mistake, handed in by dee
+    (change,) = regrade(pipeline, "dee", LESSON)
+    assert (change.before, change.after, change.cells) == (button, button, {})

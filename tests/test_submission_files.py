@@ -15,7 +15,6 @@ import socket
 import stat
 from pathlib import Path
 
-import nbgrader.apps.api
 import pytest
 from nbconvert.writers import FilesWriter
 from nbformat.v4 import new_code_cell, new_notebook
@@ -26,7 +25,6 @@ from traitlets.config import Config
 from autograder.engine import submission_files
 from autograder.engine.kernels import zygote
 from autograder.engine.kernels.sandbox import SandboxedExecute
-from autograder.engine.nbgrader_config import course_config
 from autograder.engine.nbgrader_steps import CourseAutograde, CourseFeedback
 from autograder.engine.submission_files import FILES_METADATA, Caps, clean, mirror
 
@@ -304,12 +302,6 @@ def test_the_graded_notebook_is_written_to_a_new_file(converter, workspace):
     overwritten = converter is Autograde  # nbgrader's writer opens the path through the link
     assert (workspace / "gradebook.db").read_bytes() == (b"graded" if overwritten else GRADEBOOK)
     assert (_graded(workspace) / "embedding.ipynb").read_text() == "graded"
-
-
-def test_the_course_config_makes_nbgrader_build_the_course_steps(tmp_path):
-    course_config(tmp_path / "workspace")
-    assert nbgrader.apps.api.Autograde is CourseAutograde
-    assert nbgrader.apps.api.GenerateFeedback is CourseFeedback
 
 
 # Kernels in the sandbox: what they leave is not kept, and the graded notebook says what

@@ -1,18 +1,22 @@
 """What grading records per test cell: the judge's view (visible check, hidden tests) and the
 catalogued mistakes named, taken from the catalogue entries as the judge ran the checks."""
 
+import ast
 import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
+from nbgrader.apps import NbGraderAPI, autogradeapp
+from nbgrader.coursedir import CourseDirectory
 
 from autograder.checks import attention
 from autograder.checks.core import naming_noted
-from autograder.engine import judge, verdicts
+from autograder.engine import judge, nbgrader_patches, parallel, submission, verdicts
 from autograder.engine.pipeline import Pipeline
 
-SAMPLES = Path(__file__).resolve().parent.parent / "autograder" / "sample_submissions"
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "autograder" / "sample_submissions"
 LESSON = "03_attention"
 NOTEBOOK = "attention.ipynb"
 FORGED = {
@@ -78,3 +82,120 @@ def test_a_record_forged_in_the_notebook_never_reaches_the_verdict(graded, monke
         undefended.setattr(judge, "JUDGE_METADATA", "not_the_record")
         assert graded.grade(LESSON, "mal").seen == FORGED["seen"]
     assert graded.grade(LESSON, "mal").seen == {}
+
+
+# Every route that grades records the verdict: each grades through verdicts.grade, here with a
+# stand-in for the grading itself (the graded fixture above grades for real).
+CELL = "test_scaled_dot_product_attention_values"
+
+
+def _setup(workspace: Path) -> submission.Setup:
+    return submission.Setup(workspace, workspace / "release", 60, None, False, "sqlite://", False)
+
+
+def _stale(workspace: Path, student: str) -> None:
+    """A verdict from an earlier grading that stopped: what the insights and regrade read."""
+    verdicts.write(workspace, submission.Graded(LESSON, student, {}, [], failure="an earlier run"))
+
+
+@pytest.fixture
+def stand_in(monkeypatch) -> list[tuple[str, str]]:
+    """submission.grade replaced by one that gives 1 of 2 points at once; the (lesson, student)
+    pairs it graded."""
+    asked = []
+
+    def grade(setup: submission.Setup, lesson: str, student: str) -> submission.Graded:
+        asked.append((lesson, student))
+        return submission.Graded(lesson, student, {CELL: (1.0, 2.0)}, [])
+
+    monkeypatch.setattr(submission, "grade", grade)
+    return asked
+
+
+def _fresh(workspace: Path, student: str) -> bool:
+    verdict = verdicts.read(verdicts.path(workspace, LESSON, student))
+    return verdict.failure is None and verdict.cells[CELL].points == 1.0
+
+
+def test_the_worker_task_records_the_verdict(tmp_path, stand_in):
+    _stale(tmp_path, "ada")
+    graded = parallel.grade_task(_setup(tmp_path), LESSON, "ada")
+    assert stand_in == [(LESSON, "ada")] and graded.score == (1.0, 2.0)
+    assert _fresh(tmp_path, "ada")
+
+
+def test_the_pipelines_grade_records_the_verdict(tmp_path, stand_in):
+    pipeline = Pipeline(tmp_path / "workspace", sandbox=None, log=lambda line: None)
+    _stale(pipeline.workspace, "ada")
+    pipeline.grade(LESSON, "ada")
+    assert stand_in == [(LESSON, "ada")] and _fresh(pipeline.workspace, "ada")
+
+
+def test_the_formgraders_autograde_button_records_the_verdict(tmp_path, stand_in, monkeypatch):
+    for owner, name in nbgrader_patches.PATCHED:  # put back after the test, as nbgrader had them
+        monkeypatch.setattr(owner, name, getattr(owner, name))
+    setup = _setup(tmp_path)
+    (tmp_path / "exchange").mkdir()  # the Formgrader's, as the pipeline makes it
+    _stale(tmp_path, "ada")
+    nbgrader_patches.apply_course_patches(setup)
+    result = NbGraderAPI(config=setup.config()).autograde(LESSON, "ada")
+    assert result == {"success": True, "log": ""} and stand_in == [(LESSON, "ada")]
+    assert _fresh(tmp_path, "ada")
+
+
+def test_nbgraders_autograde_command_records_the_verdict(tmp_path, stand_in, monkeypatch):
+    for owner, name in nbgrader_patches.PATCHED:
+        monkeypatch.setattr(owner, name, getattr(owner, name))
+    setup = _setup(tmp_path)
+    for student in ("ada", "ben"):
+        (tmp_path / "submitted" / student / LESSON).mkdir(parents=True)
+        (tmp_path / "submitted" / student / LESSON / NOTEBOOK).write_text("{}")
+    _stale(tmp_path, "ada")
+    nbgrader_patches.apply_course_patches(setup)
+    # as `nbgrader autograde 03_attention` builds its converter in the workspace (AutogradeApp.start)
+    coursedir = CourseDirectory(config=setup.config(), assignment_id=LESSON)
+    autogradeapp.Autograde(coursedir=coursedir, config=setup.config()).start()
+    assert stand_in == [(LESSON, "ada"), (LESSON, "ben")]
+    assert _fresh(tmp_path, "ada") and _fresh(tmp_path, "ben")
+
+
+GRADING = "autograder.engine.submission"
+
+
+def _grading_calls(source: str) -> int:
+    """How many calls of submission.grade ``source`` holds, whichever way it imported it."""
+    tree = ast.parse(source)
+    modules, functions = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "autograder.engine":
+            modules |= {alias.asname or alias.name for alias in node.names if alias.name == "submission"}
+        elif isinstance(node, ast.ImportFrom) and node.module == GRADING:
+            functions |= {alias.asname or alias.name for alias in node.names if alias.name == "grade"}
+        elif isinstance(node, ast.Import):
+            modules |= {alias.asname or alias.name for alias in node.names if alias.name == GRADING}
+    calls = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            called = node.func
+            if isinstance(called, ast.Name) and called.id in functions:
+                calls += 1
+            elif isinstance(called, ast.Attribute) and called.attr == "grade":
+                calls += ast.unparse(called.value) in modules
+    return calls
+
+
+def test_only_verdicts_grade_calls_the_grading_itself():
+    """A route that called submission.grade would grade without recording the verdict."""
+    # the scan sees each way of calling it (the pipeline and the Formgrader's button called it so)
+    routes = [
+        "from autograder.engine import submission\nsubmission.grade(setup, lesson, student)",
+        "from autograder.engine.submission import grade as g\ng(setup, lesson, student)",
+        "import autograder.engine.submission\nautograder.engine.submission.grade(setup, 'l', 's')",
+    ]
+    assert [_grading_calls(route) for route in routes] == [1, 1, 1]
+    callers = {
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / "autograder").rglob("*.py")
+        if _grading_calls(path.read_text())
+    }
+    assert callers == {"autograder/engine/verdicts.py"}

@@ -21,7 +21,6 @@ from autograder.engine.inert import InertNotebook
 from autograder.engine.keep_going import KeepGoing
 from autograder.engine.kernels.sandbox import Limits, SandboxedExecute
 from autograder.engine.kernels.zygote import WarmExecute
-from autograder.engine.nbgrader_steps import use_course_steps
 from autograder.engine.overwrite import RestoringOverwriteCells
 from autograder.lessons import SOURCE
 
@@ -94,14 +93,7 @@ def sandboxed(workspace: Path, limits: Limits, warm: bool = True) -> Config:
     manager = c.SandboxSettings  # both kernel managers' settings
     manager.hidden = [str(workspace.resolve())]
     manager.cpp_cache = str(shared_cache(workspace))  # lesson 12's trusted builds, read-only
-    manager.memory_gib = limits.memory_gib
-    manager.cpu_s = limits.cpu_s
-    manager.open_files = limits.open_files
-    manager.tasks = limits.tasks
-    manager.folder_mib = limits.folder_mib
-    manager.folder_files = limits.folder_files
-    manager.file_mib = limits.file_mib
-    manager.disk_mib = limits.disk_mib
+    c.merge(limits.to_config())  # every field of Limits, as c.SandboxSettings
     return c
 
 
@@ -127,8 +119,6 @@ def course_config(
     SQLite file in the workspace. ``warm`` forks sandboxed kernels from a zygote
     (autograder/engine/kernels/zygote.py) instead of starting each cold.
     """
-    # nbgrader's autograde and feedback steps that follow no link in a submission's folder
-    use_course_steps()
     c = Config()
     c.CourseDirectory.course_id = COURSE_ID
     c.CourseDirectory.root = str(workspace)

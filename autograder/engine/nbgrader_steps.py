@@ -19,8 +19,10 @@ By the time these steps run, the kernel has ended and its folder has been cleane
 (engine/kernels/sandbox.py, zygote.py): no link is left there. These steps hold also
 where a folder was not cleaned (grading with --unsafe, a submission's own files).
 
-``use_course_steps`` makes nbgrader's command line, its API and the Formgrader build them:
-nbgrader names its converter classes in code, not in its configuration.
+nbgrader names its converter classes in code, not in its configuration. The pipeline builds
+them itself: ``CourseAutograde`` in autograder/engine/submission.py, ``CourseFeedback`` through
+``CourseAPI``. nbgrader's own tools (its commands, the Formgrader) build them once the configuration
+file has called ``apply_course_patches`` (autograder/engine/nbgrader_patches.py).
 """
 
 import os
@@ -28,11 +30,11 @@ import stat
 from pathlib import Path
 
 import nbformat
-import nbgrader.apps.api
-import nbgrader.apps.autogradeapp
-import nbgrader.apps.generatefeedbackapp
+from nbgrader.apps import NbGraderAPI
+from nbgrader.apps.api import capture_log
 from nbgrader.converters import Autograde, BaseConverter, GenerateFeedback
-from nbgrader.utils import find_all_files
+from nbgrader.utils import find_all_files, temp_attrs
+from traitlets.config import Config
 
 from autograder.engine.submission_files import copy_file
 
@@ -139,11 +141,21 @@ class CourseFeedback(GenerateFeedback, NoFollowSteps):
             self.assignments[folder] = [path for path in found if (handed_in / Path(path).name).is_file()]
 
 
-def use_course_steps() -> None:
-    """Make nbgrader's API (the pipeline's, the Formgrader's) and its `autograde` and
-    `generate_feedback` commands build ``CourseAutograde`` and ``CourseFeedback``, where those
-    modules look up the converters they build."""
-    for module in (nbgrader.apps.api, nbgrader.apps.autogradeapp):
-        module.Autograde = CourseAutograde
-    for module in (nbgrader.apps.api, nbgrader.apps.generatefeedbackapp):
-        module.GenerateFeedback = CourseFeedback
+class CourseAPI(NbGraderAPI):
+    """nbgrader's API, whose ``generate_feedback`` builds ``CourseFeedback`` itself, as nbgrader's
+    own does its ``GenerateFeedback``: the pipeline's feedback follows no link, whether or not
+    nbgrader's modules were patched in this process."""
+
+    def generate_feedback(
+        self, assignment_id: str, student_id: str | None = None, force: bool = True
+    ) -> dict:
+        """Feedback pages of one lesson (of one student's submission, when ``student_id`` is
+        given): nbgrader's result, ``{"success": ..., "log": ..., "error": ...}``."""
+        c = Config()
+        c.HTMLExporter.template_name = "feedback"  # as nbgrader's: the template other pages share
+        one = {} if student_id is None else {"student_id": student_id}
+        with temp_attrs(self.coursedir, assignment_id=assignment_id, **one):
+            app = CourseFeedback(coursedir=self.coursedir, parent=self)
+            app.update_config(c)
+            app.force = force
+            return capture_log(app)

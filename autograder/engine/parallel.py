@@ -1,13 +1,15 @@
 """Grading many submissions at once: worker processes on this machine, or a Dask cluster.
 
 Each submission is one task, ``grade_task(setup, lesson, student)``: a worker grades it with
-``submission.grade`` and the picklable ``Setup`` of the instructor's pipeline, in its own
-sandboxed kernel, exactly as the sequential loop would, and sends back its ``Graded`` value. Tasks share
-nothing but the gradebook (SQLite waits for a writer; PostgreSQL takes writers at once) and
-the workspace's folders, each task writing only its own submission's.
+``verdicts.grade`` and the picklable ``Setup`` of the instructor's pipeline, in its own
+sandboxed kernel, exactly as the sequential loop would, records its verdict beside its score in
+the gradebook, and sends back its ``Graded`` value. Tasks share nothing but the gradebook (SQLite
+waits for a writer; PostgreSQL takes writers at once) and the workspace's folders, each task
+writing only its own submission's.
 
 A task whose worker dies is graded again by another: on this machine, by a fresh pool;
-on Dask, by the scheduler, which reschedules the tasks of a lost worker by itself.
+on Dask, by the scheduler, which reschedules the tasks of a lost worker by itself. One that
+cannot be graded at all is recorded here as failed, so that no earlier verdict of it stays.
 """
 
 import multiprocessing
@@ -17,7 +19,8 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 
-from autograder.engine.submission import Graded, Problem, Setup, grade
+from autograder.engine import verdicts
+from autograder.engine.submission import Graded, Problem, Setup
 
 # One submission at a time per process (a process has one zygote, autograder/engine/kernels/zygote.py), even
 # on a Dask worker that runs several tasks at once in threads: start those with --nthreads 1.
@@ -25,9 +28,9 @@ _ONE_AT_A_TIME = threading.Lock()
 
 
 def grade_task(setup: Setup, lesson: str, student: str) -> Graded:
-    """Grade one submission in this process, as ``setup`` says."""
+    """Grade one submission in this process, as ``setup`` says, and record its verdict."""
     with _ONE_AT_A_TIME:
-        return grade(setup, lesson, student)
+        return verdicts.grade(setup, lesson, student)
 
 
 def _start_worker(threads: int) -> None:
@@ -39,9 +42,12 @@ def _start_worker(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
-def _lost(lesson: str, student: str, how: str) -> Graded:
+def _lost(setup: Setup, lesson: str, student: str, how: str) -> Graded:
+    """A submission whose grading ended every process that tried it, recorded as failed."""
     what = f"autograding failed: {how} (out of memory?); not graded"
-    return Graded(lesson, student, {}, [Problem(student, lesson, what)], failure=how)
+    lost = Graded(lesson, student, {}, [Problem(student, lesson, what)], failure=how)
+    verdicts.write(setup.workspace, lost)
+    return lost
 
 
 def on_processes(setup: Setup, pairs: list[tuple[str, str]], jobs: int) -> Iterator[Graded]:
@@ -67,7 +73,7 @@ def on_processes(setup: Setup, pairs: list[tuple[str, str]], jobs: int) -> Itera
         remaining = lost
         if not remaining:
             return
-    yield from (_lost(*pair, "its grading process died, twice") for pair in remaining)
+    yield from (_lost(setup, *pair, "its grading process died, twice") for pair in remaining)
 
 
 def on_dask(setup: Setup, pairs: list[tuple[str, str]], scheduler: str) -> Iterator[Graded]:
@@ -95,4 +101,4 @@ def on_dask(setup: Setup, pairs: list[tuple[str, str]], scheduler: str) -> Itera
             try:
                 yield future.result()
             except KilledWorker:
-                yield _lost(*futures[future], "it ended every Dask worker that graded it")
+                yield _lost(setup, *futures[future], "it ended every Dask worker that graded it")

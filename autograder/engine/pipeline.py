@@ -18,13 +18,13 @@ from pathlib import Path
 import nbformat
 from nbformat.warnings import MissingIDFieldWarning
 from nbgrader.api import Gradebook, MissingEntry
-from nbgrader.apps import NbGraderAPI
 
 from autograder import lessons
-from autograder.engine import csv_files, feedback_page, intake, intake_time, parallel, submission, verdicts
+from autograder.engine import csv_files, feedback_page, intake, intake_time, parallel, verdicts
 from autograder.engine.kernels.sandbox import Limits
 from autograder.engine.kernels.sandbox import problem as sandbox_problem
 from autograder.engine.nbgrader_config import CELL_TIMEOUT_S
+from autograder.engine.nbgrader_steps import CourseAPI
 from autograder.engine.plain_text import one_line, report_line
 from autograder.engine.submission import Graded, Problem, Setup
 from autograder.instructor import late, lms
@@ -42,15 +42,14 @@ import os
 from pathlib import PosixPath
 
 from autograder.engine.kernels.sandbox import Limits
-from autograder.engine.submission import Setup, answer_formgrader
-from autograder.engine.validate import validate_as_graded
+from autograder.engine.nbgrader_patches import apply_course_patches
+from autograder.engine.submission import Setup
 
 os.environ.setdefault("COURSE_DEVICE", "cpu")  # kernels and judge on the CPU, as the pipeline grades
 setup = {setup}
 c = get_config()  # noqa: F821 (Jupyter's configuration loader provides it)
 c.merge(setup.config())
-answer_formgrader(setup)  # the Autograde button grades as the pipeline does, in one call
-validate_as_graded()
+apply_course_patches(setup)  # the Autograde button and Validate grade as the pipeline does
 """
 
 
@@ -146,7 +145,7 @@ class Pipeline:
             db_url or sqlite_url(self.workspace),
             warm,
         )
-        self.api = NbGraderAPI(config=self.setup.config())
+        self.api = CourseAPI(config=self.setup.config())  # its feedback follows no link
         _write_config_file(self.workspace / "nbgrader_config.py", CONFIG_FILE.format(setup=repr(self.setup)))
         # nbgrader logs to the shared "traitlets" logger: nothing of it reaches the terminal (each
         # failure gets one line in the problems), but its errors still reach the captured log
@@ -246,12 +245,11 @@ class Pipeline:
         elif jobs > 1:
             graded = parallel.on_processes(self.setup, pairs, jobs)
         else:
-            graded = (submission.grade(self.setup, lesson, student) for lesson, student in pairs)
+            graded = (verdicts.grade(self.setup, lesson, student) for lesson, student in pairs)
         start = time.perf_counter()
         done = []
         for index, outcome in enumerate(graded, 1):
-            done.append(outcome)
-            verdicts.write(self.workspace, outcome)
+            done.append(outcome)  # its verdict recorded where it was graded (verdicts.grade)
             self.problems += outcome.problems
             left = (time.perf_counter() - start) / index * (len(pairs) - index)
             seconds = f"{outcome.seconds:.1f} s (judge {outcome.judge_seconds:.1f} s)"
@@ -279,8 +277,8 @@ class Pipeline:
         return gradable
 
     def grade(self, lesson: str, student: str) -> Graded:
-        """Autograde one submission (autograder/engine/submission.py) and return its verdict."""
-        return submission.grade(self.setup, lesson, student)
+        """Autograde one submission (autograder/engine/submission.py), record its verdict and return it."""
+        return verdicts.grade(self.setup, lesson, student)
 
     def feedback(self, only: set[tuple[str, str]] | None = None) -> list[Path]:
         """HTML feedback for every graded submission (or only the (lesson, student) pairs

@@ -9,8 +9,8 @@ just made (the graded notebooks and the exception that stopped it, kept by
 ``CourseAutograde``), not from nbgrader's log or the files it wrote.
 
 The pipeline's sequential loop, the worker processes, the Dask workers and the Formgrader's
-Autograde button all grade through this function (autograder/engine/pipeline.py,
-autograder/engine/parallel.py, ``answer_formgrader``).
+Autograde button all grade through this function, by ``verdicts.grade``, which records the
+verdict (autograder/engine/verdicts.py).
 """
 
 import functools
@@ -24,7 +24,6 @@ from pathlib import Path
 import nbformat
 import sqlalchemy.exc
 from nbformat import NotebookNode
-from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.utils import determine_grade, is_grade
 from traitlets.config import Config
@@ -210,17 +209,3 @@ def grade(setup: Setup, lesson: str, student: str) -> Graded:
         ]
     seconds = time.perf_counter() - start
     return Graded(lesson, student, scores, problems, flagged, overruled, seen, seconds, judge_seconds)
-
-
-def answer_formgrader(setup: Setup) -> None:
-    """Make the Formgrader's Autograde button (nbgrader's API in this process) grade through
-    ``grade``, and show its failure or its problems."""
-
-    def autograde(api: NbGraderAPI, assignment_id: str, student_id: str, force=True, create=True) -> dict:
-        graded = grade(setup, assignment_id, student_id)
-        result = {"success": graded.failure is None, "log": "\n".join(p.what for p in graded.problems)}
-        if graded.failure is not None:
-            result["error"] = graded.failure
-        return result
-
-    NbGraderAPI.autograde = autograde

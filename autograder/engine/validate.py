@@ -3,9 +3,9 @@
 nbgrader's Validator runs a notebook with a fixed list of steps (a class attribute, not a
 configuration setting): its own Execute, and no IgnorePattern. So a correct solution that
 prints a warning fails every test cell in Validate while grading gives it full marks, and
-Validate runs lesson 10's training, which grading skips. ``validate_as_graded`` puts the course's
-steps in that list; the course's configuration files call it (nbgrader_config.py at the
-repository's root, and the one the pipeline writes into its workspace).
+Validate runs lesson 10's training, which grading skips. ``GRADING_STEPS`` are the course's steps
+for that list; the course's configuration files put them there (``apply_course_patches``,
+autograder/engine/nbgrader_patches.py).
 
 Validate runs the learner's copy, whose test cells hold the visible checks only: the hidden
 tests and the independent judge run at grading, never on a learner's machine.
@@ -14,7 +14,6 @@ tests and the independent judge run at grading, never on a learner's machine.
 from pathlib import Path
 
 from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, IgnorePattern
-from nbgrader.validator import Validator
 
 from autograder.engine.execute import CourseExecute
 
@@ -32,8 +31,3 @@ class ValidateExecute(CourseExecute):
 # The Validator's steps, as grading runs them: the course's Execute, then warnings on stderr
 # dropped (IgnorePattern, configured in course_config) before a cell's outputs are judged.
 GRADING_STEPS = [CheckCellMetadata, ClearOutput, ValidateExecute, IgnorePattern]
-
-
-def validate_as_graded() -> None:
-    """Make nbgrader's Validator (in this process) run notebooks as grading does."""
-    Validator.preprocessors = list(GRADING_STEPS)

@@ -1,7 +1,12 @@
 """A graded class as data: one verdict file per submission, for the class insights and regrades.
 
 ``<workspace>/verdicts/<lesson>/<student>.json`` holds what grading found, written by the
-grader's own process from ``Graded`` (never from a file or an output of the submission):
+grader's own process from ``Graded`` (never from a file or an output of the submission). Every
+route that grades a submission grades it through ``grade`` below, which records the verdict as
+soon as the gradebook has the score: the command line's loop, its worker processes and Dask
+workers (autograder/engine/parallel.py), regrade, and the Formgrader's Autograde button
+(autograder/engine/nbgrader_patches.py). A grading whose worker died has its verdict written by
+the process that saw it die (``write``).
 
     {"lesson": "03_attention", "student": "ben", "graded_at": "2026-12-02T11:40:00+00:00",
      "score": 3.0, "max_score": 6.0, "failure": null,
@@ -24,7 +29,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from autograder import grading
-from autograder.engine.submission import Graded
+from autograder.engine import submission
+from autograder.engine.submission import Graded, Setup
 
 FOLDER = "verdicts"
 
@@ -86,6 +92,14 @@ def write(workspace: Path, graded: Graded) -> Path:
     partial.write_text(json.dumps(asdict(of(graded)), indent=1, ensure_ascii=False) + "\n")
     partial.replace(target)
     return target
+
+
+def grade(setup: Setup, lesson: str, student: str) -> Graded:
+    """Grade one submission in this process, as ``setup`` says (``submission.grade``), and record
+    its verdict in ``setup.workspace``: the one way a route grades."""
+    graded = submission.grade(setup, lesson, student)
+    write(setup.workspace, graded)
+    return graded
 
 
 def read(file: Path) -> Verdict:
