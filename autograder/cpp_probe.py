@@ -69,35 +69,41 @@ CAUSES = (
 )
 
 
-def try_build(name: str, library: Path, trials: list[Trial], limit_s: float = TRIAL_LIMIT_S) -> None:
-    """Construct and call every module of the build ``name`` in a child process; ``CppCrashed`` when
-    the child dies of a signal or outlives ``limit_s``."""
-    labels = ", ".join(trial.label for trial in trials)
-    command = [sys.executable, "-m", "autograder.cpp_probe", str(library), name]
+def run_bounded(command: list[str], limit_s: float) -> tuple[str, int] | None:
+    """Run ``command`` in a session of its own: its output (stdout and stderr) and exit status, or
+    None when it outlived ``limit_s`` (then it and every process it started are killed)."""
     child = subprocess.Popen(
-        [*command, *(trial.argument() for trial in trials)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
     )
     try:
         log, _ = child.communicate(timeout=limit_s)
     except subprocess.TimeoutExpired:
         os.killpg(child.pid, signal.SIGKILL)
         child.communicate()
+        return None
+    return log, child.returncode
+
+
+def try_build(name: str, library: Path, trials: list[Trial], limit_s: float = TRIAL_LIMIT_S) -> None:
+    """Construct and call every module of the build ``name`` in a child process; ``CppCrashed`` when
+    the child dies of a signal or outlives ``limit_s``."""
+    labels = ", ".join(trial.label for trial in trials)
+    command = [sys.executable, "-m", "autograder.cpp_probe", str(library), name]
+    finished = run_bounded([*command, *(trial.argument() for trial in trials)], limit_s)
+    if finished is None:
         raise CppCrashed(
             f"{labels}: compiled, but constructing it and calling forward on a {BATCH}x{LENGTH} input "
             f"did not finish within {limit_s:.0f} s, in a test process (your kernel was spared): a "
             "loop that never ends? A C++ loop cannot be interrupted from the notebook."
-        ) from None
-    if child.returncode < 0:
-        name_of_signal = signal.Signals(-child.returncode).name
+        )
+    log, returncode = finished
+    if returncode < 0:
+        name_of_signal = signal.Signals(-returncode).name
         raise CppCrashed(
             f"{labels}: compiled, but constructing it or calling forward on a {BATCH}x{LENGTH} input "
             f"killed a test process with {name_of_signal} (your kernel was spared). {CAUSES}"
         )
-    if child.returncode != 0:
+    if returncode != 0:
         tail = "\n".join(log.strip().splitlines()[-5:])
         raise CppCrashed(f"{labels}: compiled, but the build could not be tried:\n{tail}")
 

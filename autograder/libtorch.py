@@ -22,8 +22,6 @@ import inspect
 import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
 import sysconfig
 import time
@@ -37,7 +35,7 @@ import torch
 from torch import nn
 
 from autograder import cpp_pch
-from autograder.cpp_probe import CppCrashed, Trial, import_library, try_build
+from autograder.cpp_probe import CppCrashed, Trial, import_library, run_bounded, try_build
 
 CACHE_VARIABLE = "COURSE_CPP_CACHE"
 LIMIT_VARIABLE = "COURSE_CPP_COMPILE_LIMIT_S"
@@ -320,20 +318,13 @@ def build_library(name: str, unit: str, parts: list[Part], verbose: bool = False
     labels = ", ".join(part.label for part in parts)
     print(f"compiling {labels} in C++ ...", flush=True)
     limit = compile_limit_s()
-    child = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
-    )
-    try:
-        log, _ = child.communicate(timeout=limit)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.communicate()
-        raise CompileError(
-            f"{labels}: the C++ did not compile within {limit:.0f} s, the limit for one build"
-        ) from None
+    finished = run_bounded(command, limit)
+    if finished is None:
+        raise CompileError(f"{labels}: the C++ did not compile within {limit:.0f} s, the limit for one build")
+    log, returncode = finished
     if verbose:
         print(log)
-    if child.returncode != 0:
+    if returncode != 0:
         raise CompileError(first_error(log, {part.label: part.source for part in parts}))
     library = folder / f"{name}.so"
     try_build(name, library, [trial(part) for part in parts])  # before any kernel of a learner's imports it
