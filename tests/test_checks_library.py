@@ -174,14 +174,17 @@ def test_a_shape_error_names_its_sizes_by_the_lessons_letters_and_its_likely_cau
     import pytest
     import torch
 
-    from autograder.checks import CheckFailure, core
+    from autograder.checks import CheckFailure, core, shape_errors
 
     def swapped(scores, mask):  # a [B, h, T_tgt, T_src] score met a [B, 1, T_tgt, T_tgt] mask
         return scores.masked_fill(~mask, 0.0)
 
     scores, mask = torch.zeros(2, 3, 5, 7), torch.ones(2, 1, 5, 5, dtype=torch.bool)
     causes = {("T_src", "T_tgt"): "check the order of src_mask and tgt_mask"}
-    with core.sizes({"B": 2, "h": 3, "T_tgt": 5, "T_src": 7}, causes), pytest.raises(CheckFailure) as failure:
+    with (
+        shape_errors.sizes({"B": 2, "h": 3, "T_tgt": 5, "T_src": 7}, causes),
+        pytest.raises(CheckFailure) as failure,
+    ):
         core.call("DecoderLayer", swapped, scores, mask)
     message = str(failure.value)
     assert "In this check 7 is T_src and 5 is T_tgt" in message or "5 is T_tgt and 7 is T_src" in message
@@ -189,18 +192,20 @@ def test_a_shape_error_names_its_sizes_by_the_lessons_letters_and_its_likely_cau
     with pytest.raises(CheckFailure) as outside:  # outside the block: PyTorch's words only
         core.call("DecoderLayer", swapped, scores, mask)
     assert "In this check" not in str(outside.value)
-    with core.sizes({"B": 2, "T": 4}), pytest.raises(CheckFailure) as unknown:  # 5 and 7 are no letter here
+    # 5 and 7 are no letter here
+    with shape_errors.sizes({"B": 2, "T": 4}), pytest.raises(CheckFailure) as unknown:
         core.call("DecoderLayer", swapped, scores, mask)
     assert "In this check" not in str(unknown.value)
     refused = ValueError(
         "mask of shape [2, 1, 1, 7] does not broadcast to the scores [..., T_q, T_k] = [2, 2, 5, 5]"
     )
-    assert core.mismatched_sizes(refused) == (7, 5)  # lesson 03's attention refusing a mask: mask's, scores'
+    # lesson 03's attention refusing a mask: the mask's size, then the scores'
+    assert shape_errors.mismatched_sizes(refused) == (7, 5)
     shapes = RuntimeError(
         "Attempting to broadcast a dimension of length 7 at -1! Mismatching argument at index 1 had "
         "torch.Size([2, 7]); but expected shape should be broadcastable to [2, 5]"
     )
-    assert core.mismatched_sizes(shapes) == (7, 5)  # torch.broadcast_shapes
+    assert shape_errors.mismatched_sizes(shapes) == (7, 5)  # torch.broadcast_shapes
 
 
 def test_a_crash_is_named_after_the_known_mistake_that_crashes_the_same_way():

@@ -10,7 +10,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from autograder.checks import core
+from autograder.checks import core, shape_errors
 from autograder.checks.device import random_mask, random_tensor
 
 EXERCISE = "scaled_dot_product_attention"
@@ -116,7 +116,7 @@ def _run(fn, q, k, v, mask=None):
     letters = {"T_q": q.size(-2), "d_k": q.size(-1), "T_k": k.size(-2), "d_v": v.size(-1)}
     if q.dim() == 4:
         letters |= {"B": q.size(0), "h": q.size(1)}
-    with core.unchanged(EXERCISE, **inputs), core.sizes(letters, CAUSES):
+    with core.unchanged(EXERCISE, **inputs), shape_errors.sizes(letters, CAUSES):
         result = core.call(EXERCISE, fn, q, k, v, mask)
     if not (isinstance(result, tuple) and len(result) == 2):
         raise core.CheckFailure(

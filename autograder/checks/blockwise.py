@@ -7,7 +7,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from autograder.checks import core
+from autograder.checks import core, shape_errors
 from autograder.checks.answers import Expected
 from autograder.checks.device import random_mask, random_tensor
 
@@ -143,7 +143,7 @@ def run_blockwise(fn, q, k, v, mask=None, block_size=64) -> torch.Tensor:
     letters = {"T_q": q.size(-2), "T_k": k.size(-2), "d_k": q.size(-1), "d_v": v.size(-1)}
     letters |= {"block_size": block_size} if block_size < k.size(-2) else {}
     inputs = {"q": q, "k": k, "v": v, "mask": mask, "block_size": block_size}
-    with core.sizes(letters):
+    with shape_errors.sizes(letters):
         return core.output(BLOCKWISE, fn, inputs)
 
 
@@ -169,7 +169,7 @@ def compare_blockwise(
 def _name_mask_crash(fn, failure: core.CheckFailure, q, k, v, mask, block_size: int) -> None:
     """A shape error with a mask where the same call without one runs is the mask's slice: name it."""
     error = core.crash_of(failure)
-    if mask is None or error is None or core.mismatched_sizes(error) is None:
+    if mask is None or error is None or shape_errors.mismatched_sizes(error) is None:
         return
     try:
         with torch.no_grad():

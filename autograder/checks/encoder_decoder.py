@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from autograder.checks import core
+from autograder.checks import core, shape_errors
 from autograder.checks.answers import Expected, torch_answer
 from autograder.checks.device import DEVICE, exact_matmul, random_tensor
 from autograder.checks.eval_mode import (
@@ -239,7 +239,7 @@ def _output(exercise: str, module: nn.Module, *args: torch.Tensor | None) -> tor
     else:
         names = ("x", "memory", "src_mask", "tgt_mask")
         letters = {"B": x.size(0), "T_tgt": x.size(1), "T_src": args[1].size(1), "D": x.size(2)}
-    with core.sizes(letters, {("T_tgt", "T_src"): TARGET_MEETS_SOURCE}):
+    with shape_errors.sizes(letters, {("T_tgt", "T_src"): TARGET_MEETS_SOURCE}):
         return core.output(exercise, module, dict(zip(names, args, strict=True)))
 
 

@@ -15,7 +15,7 @@ it), then the entries (each known mistake named, also when broadcast to the full
 import torch
 from torch import nn
 
-from autograder.checks import core
+from autograder.checks import core, shape_errors
 from autograder.checks.answers import Expected
 from autograder.checks.device import DEVICE
 
@@ -195,7 +195,7 @@ BATCH_MEETS_LENGTH = (
 def _run_tokens(exercise: str, fn, tokens: torch.Tensor, pad_id: int):
     """The learner's mask; a shape error names B and T."""
     letters = {"B": tokens.size(0), "T": tokens.size(1)}
-    with core.sizes(letters, {("B", "T"): BATCH_MEETS_LENGTH}):
+    with shape_errors.sizes(letters, {("B", "T"): BATCH_MEETS_LENGTH}):
         return core.output(exercise, fn, {"tokens": tokens, "pad_id": pad_id}, "the mask")
 
 

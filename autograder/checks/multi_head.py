@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import torch
 from torch import nn
 
-from autograder.checks import core
+from autograder.checks import core, shape_errors
 from autograder.checks.answers import Expected, answer
 from autograder.checks.device import exact_matmul, random_mask, random_tensor
 from autograder.checks.eval_mode import (
@@ -311,7 +311,7 @@ MHA_CAUSES = {("T_q", "T_k"): HEADS_FIRST, ("h", "T_k"): HEADS_FIRST, ("h", "T_q
 def _forward(module, query, key, value, mask=None, n_heads=H):
     """The learner's output; a shape error names its sizes by the lesson's letters."""
     letters = {"B": query.size(0), "h": n_heads, "T_q": query.size(1), "T_k": key.size(1), "D": query.size(2)}
-    with core.sizes(letters | {"d_k": query.size(2) // n_heads}, MHA_CAUSES):
+    with shape_errors.sizes(letters | {"d_k": query.size(2) // n_heads}, MHA_CAUSES):
         return core.output(MHA, module, {"query": query, "key": key, "value": value, "mask": mask})
 
 

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from autograder.checks import core, greedy
+from autograder.checks import core, greedy, shape_errors
 from autograder.checks.answers import Expected, answer
 from autograder.checks.device import DEVICE, DTYPE, random_tensor
 from autograder.checks.oracles import (
@@ -239,7 +239,7 @@ SOURCE_MEETS_TARGET = (
 def _letters(batch: int, t_src: int, t_tgt: int | None = None):
     """Shape errors inside the model name these sizes by the lesson's letters."""
     letters = {"B": batch, "T_src": t_src} | ({} if t_tgt is None else {"T_tgt": t_tgt})
-    return core.sizes(letters, {("T_src", "T_tgt"): SOURCE_MEETS_TARGET})
+    return shape_errors.sizes(letters, {("T_src", "T_tgt"): SOURCE_MEETS_TARGET})
 
 
 def call_model(what: str, fn, *args) -> torch.Tensor:

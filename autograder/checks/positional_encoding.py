@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from autograder.checks import core
+from autograder.checks import core, shape_errors
 from autograder.checks.answers import Expected, answer
 from autograder.checks.device import DEVICE, DTYPE, random_tensor
 
@@ -244,13 +244,13 @@ def _forward(module, x: torch.Tensor, mistakes=FORWARD_MISTAKES) -> torch.Tensor
             # only a failed broadcast is specific enough to name a mistake by its error
             if (
                 isinstance(outcome, RuntimeError)
-                and core.mismatched_sizes(outcome)
-                and (core.error_key(outcome) == core.error_key(error))
+                and shape_errors.mismatched_sizes(outcome)
+                and (shape_errors.error_key(outcome) == shape_errors.error_key(error))
             ):
                 raise core.CheckFailure(
                     f"{MODULE}: your code fails like a known mistake, {mistake.said()}. {mistake.hint}"
                 ) from error
-        if core.mismatched_sizes(error):
+        if shape_errors.mismatched_sizes(error):
             raise core.CheckFailure(
                 f"{failure} Adding the table did not broadcast: x is {X_LETTERS} = {list(x.shape)} and "
                 f"pe is {PE_LETTERS} = {list(module.pe.shape)}; add its first T rows, self.pe[:T]."

@@ -35,7 +35,7 @@ import warnings
 
 import torch
 
-from autograder.checks import core
+from autograder.checks import core, shape_errors
 from autograder.checks.output_layer import load_transformer, transformer_args, transformer_module
 from autograder.checks.train_loop import check_train_loop, check_train_loop_clip  # noqa: F401 - the lesson's
 from autograder.checks.training_oracle import (
@@ -116,7 +116,7 @@ def _crash_named(case: Case, model_class, optim, error: Exception) -> core.Mista
                 warnings.simplefilter("ignore")
                 mistake.compute(model, case.batch, optimizer, case.pad_id, case.smoothing, scheduler)
         except Exception as own:  # noqa: BLE001 - the mistake's crash, compared with the learner's
-            if core.error_key(own) == core.error_key(error):
+            if shape_errors.error_key(own) == shape_errors.error_key(error):
                 return mistake
     return None
 
