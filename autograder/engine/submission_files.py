@@ -180,10 +180,8 @@ def _copy_folder(source: int, target: int | None, prefix: str, depth: int, tally
             if _too_deep(depth, path, tally):
                 continue
             kept = tally.count() and target is not None
-            try:
-                inner = os.open(name, FOLDER, dir_fd=source)
-            except OSError as error:
-                tally.failed(path, error)
+            inner = _open_at(source, name, FOLDER, path, tally)
+            if inner is None:
                 continue
             with _opened(inner):
                 if not kept:
@@ -200,12 +198,20 @@ def _copy_folder(source: int, target: int | None, prefix: str, depth: int, tally
             tally.special(source, name, path, status.st_mode)
 
 
-def _copy_file_at(source: int, target: int, name: str, path: str, tally: _Tally) -> None:
-    """Copy the regular file ``name`` of the folder ``source`` into ``target``, if it fits."""
+def _open_at(folder: int, name: str, flags: int, path: str, tally: _Tally) -> int | None:
+    """The descriptor of ``name`` in ``folder`` opened with ``flags``, or None with the failure
+    tallied under ``path``."""
     try:
-        opened = os.open(name, READ, dir_fd=source)
+        return os.open(name, flags, dir_fd=folder)
     except OSError as error:
         tally.failed(path, error)
+        return None
+
+
+def _copy_file_at(source: int, target: int, name: str, path: str, tally: _Tally) -> None:
+    """Copy the regular file ``name`` of the folder ``source`` into ``target``, if it fits."""
+    opened = _open_at(source, name, READ, path, tally)
+    if opened is None:
         return
     with _opened(opened):
         status = os.fstat(opened)  # of what was opened: a swap after the listing cannot win
