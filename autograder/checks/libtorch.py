@@ -24,7 +24,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from autograder import libtorch
-from autograder.checks import core, multi_head, shape_errors
+from autograder.checks import core, multi_head
 from autograder.checks.answers import Expected, answer
 from autograder.checks.device import random_mask, random_tensor
 from autograder.checks.embedding import tokens_for
@@ -275,16 +275,12 @@ MHA_MISTAKES = core.catalogue(
 )
 
 
-def _stand_in(module, n_heads: int):
-    return SimpleNamespace(n_heads=n_heads, **{name: getattr(module, name) for name in LINEARS})
-
-
 def compare_mha(module, n_heads, query, key, value, mask, expected_out, expected_attn) -> None:
     """The output against ``expected_out`` (naming a known mistake), then ``attn``."""
-    letters = {"B": query.size(0), "h": n_heads, "T_q": query.size(1), "T_k": key.size(1), "D": query.size(2)}
-    with shape_errors.sizes(letters | {"d_k": query.size(2) // n_heads}, multi_head.MHA_CAUSES):
-        out = core.output(MHA, module, {"query": query, "key": key, "value": value, "mask": mask})
-    wrong = core.mistake_outputs(by_value(MHA_MISTAKES), _stand_in(module, n_heads), query, key, value, mask)
+    out = multi_head.output_of(module, query, key, value, mask, n_heads, exercise=MHA)
+    wrong = core.mistake_outputs(
+        by_value(MHA_MISTAKES), multi_head.stand_in(module, n_heads), query, key, value, mask
+    )
     core.expect_close(MHA, "the output", out, expected_out, "[B, T_q, D]", wrong)
     attn = getattr(module, "attn", None)
     if not isinstance(attn, torch.Tensor) or attn.dim() == 0:

@@ -295,7 +295,7 @@ def torch_expected(torch_module, query, key, value, mask=None):
         )
 
 
-def _stand_in(module, n_heads: int):
+def stand_in(module, n_heads: int):
     """The learner's projections with the number of heads, for computing the mistakes."""
     return SimpleNamespace(n_heads=n_heads, **{name: getattr(module, name) for name in LINEARS})
 
@@ -308,19 +308,20 @@ HEADS_FIRST = (
 MHA_CAUSES = {("T_q", "T_k"): HEADS_FIRST, ("h", "T_k"): HEADS_FIRST, ("h", "T_q"): HEADS_FIRST}
 
 
-def _forward(module, query, key, value, mask=None, n_heads=H):
-    """The learner's output; a shape error names its sizes by the lesson's letters."""
+def output_of(module, query, key, value, mask=None, n_heads=H, exercise=MHA):
+    """The learner's output; a shape error names its sizes by the lesson's letters (``exercise``
+    names lesson 12's C++ module too)."""
     letters = {"B": query.size(0), "h": n_heads, "T_q": query.size(1), "T_k": key.size(1), "D": query.size(2)}
     with shape_errors.sizes(letters | {"d_k": query.size(2) // n_heads}, MHA_CAUSES):
-        return core.output(MHA, module, {"query": query, "key": key, "value": value, "mask": mask})
+        return core.output(exercise, module, {"query": query, "key": key, "value": value, "mask": mask})
 
 
 def _forward_named(module, n_heads, query, key, value, mask):
-    """``_forward``; when it crashes, the learner's module runs again on inputs where the known
+    """``output_of``; when it crashes, the learner's module runs again on inputs where the known
     mistakes that crash here do not (T_k = T_q, no mask), and a mistake that its output matches
     there is named."""
     try:
-        return _forward(module, query, key, value, mask, n_heads)
+        return output_of(module, query, key, value, mask, n_heads)
     except core.CheckFailure as failure:
         crash = core.crash_of(failure)
         if crash is None:
@@ -332,7 +333,7 @@ def _forward_named(module, n_heads, query, key, value, mask):
                 out = module(*square, None)
         except Exception:  # noqa: BLE001 - any crash here: the first failure stands
             raise failure from crash
-        for mistake, wrong in core.mistake_outputs(MHA_MISTAKES, _stand_in(module, n_heads), *square, None):
+        for mistake, wrong in core.mistake_outputs(MHA_MISTAKES, stand_in(module, n_heads), *square, None):
             if isinstance(wrong, torch.Tensor) and isinstance(out, torch.Tensor) and core.same(out, wrong):
                 raise core.CheckFailure(
                     f"{MHA} raised {type(crash).__name__} for T_q = {query.size(1)}, T_k = {key.size(1)}"
@@ -347,7 +348,7 @@ def compare_mha(module, n_heads, query, key, value, mask, expected: Expected, ke
     ``keeps_attn``, the weights it keeps in ``self.attn`` against the expected weights: the pair
     ``expected()`` computes after the learner's call."""
     out = _forward_named(module, n_heads, query, key, value, mask)
-    wrong = core.mistake_outputs(MHA_MISTAKES, _stand_in(module, n_heads), query, key, value, mask)
+    wrong = core.mistake_outputs(MHA_MISTAKES, stand_in(module, n_heads), query, key, value, mask)
     attn = getattr(module, "attn", None)
     expected_out, expected_attn = expected()
     where = (
@@ -379,12 +380,12 @@ def expect_steady(module, cls, n_heads: int, state: dict, inputs: tuple, expecte
     def expected_out() -> torch.Tensor:  # the output, without the weights
         return expected()[0]
 
-    expect_same_on_second_call(MHA, functools.partial(_forward, module, *inputs, n_heads), expected_out)
+    expect_same_on_second_call(MHA, functools.partial(output_of, module, *inputs, n_heads), expected_out)
     core.expect_parameter(MHA, cls, "dropout", "MultiHeadAttention(d_model, n_heads, dropout=0.0)")
     dropping = core.build(MHA, cls, inputs[0].size(-1), n_heads, dropout=EVAL_DROPOUT)
     core.load_weights(MHA, dropping, state)
     expect_dropout_off_in_eval(
-        MHA, MHA_MISTAKES, functools.partial(_forward, dropping, *inputs, n_heads), expected_out, MHA_OUT
+        MHA, MHA_MISTAKES, functools.partial(output_of, dropping, *inputs, n_heads), expected_out, MHA_OUT
     )
 
 
@@ -395,10 +396,14 @@ def _inputs(seed: int):
     return query, key, value
 
 
-def _oracle_pair(seed: int):
-    """A float64 learner's module and nn.MultiheadAttention holding the same weights."""
+def _against_torch(cls, seed: int):
+    """nn.MultiheadAttention (seeded with ``seed``), its weights, and the learner's module built
+    with them: (torch's module, the weights, the learner's module)."""
     torch_module = torch_mha(D, H, seed=seed)
-    return torch_module, mha_state(torch_module)
+    state = mha_state(torch_module)
+    module = core.build(MHA, cls, D, H)
+    core.load_weights(MHA, module, state)
+    return torch_module, state, module
 
 
 @keeps_global_rng
@@ -456,9 +461,7 @@ def check_mha_init(cls) -> None:
 @keeps_global_rng
 def check_mha_cross_attention(cls) -> None:
     """Cross-attention (T_q != T_k, key != value), no mask: equal to nn.MultiheadAttention."""
-    torch_module, state = _oracle_pair(seed=300)
-    module = core.build(MHA, cls, D, H)
-    core.load_weights(MHA, module, state)
+    torch_module, state, module = _against_torch(cls, seed=300)
     query, key, value = _inputs(seed=310)
     expected = answer(torch_expected, torch_module, query, key, value)
     compare_mha(module, H, query, key, value, None, expected)
@@ -474,9 +477,7 @@ def check_mha_cross_attention(cls) -> None:
 def check_mha_mask(cls) -> None:
     """A boolean mask [B, 1, T_q, T_k] (True = may attend) broadcast over the heads; a masked key
     cannot move the output."""
-    torch_module, state = _oracle_pair(seed=400)
-    module = core.build(MHA, cls, D, H)
-    core.load_weights(MHA, module, state)
+    torch_module, state, module = _against_torch(cls, seed=400)
     query, key, value = _inputs(seed=410)
     mask = random_mask(B, T_Q, T_K, seed=411)
     expected = answer(torch_expected, torch_module, query, key, value, mask)
@@ -484,8 +485,8 @@ def check_mha_mask(cls) -> None:
     moved_key, moved_value = key.clone(), value.clone()
     moved_key[:, -1] += 100.0  # the last key is masked for every query
     moved_value[:, -1] -= 100.0
-    out = _forward(module, query, key, value, mask)
-    if not torch.allclose(out, _forward(module, query, moved_key, moved_value, mask)):
+    out = output_of(module, query, key, value, mask)
+    if not torch.allclose(out, output_of(module, query, moved_key, moved_value, mask)):
         raise core.CheckFailure(f"{MHA}: changing the key and value of a masked position changed the output")
     core.passed(
         f"{MHA} applies a mask [B, 1, T_q, T_k] (True = may attend) to every head; masked keys have no effect"
@@ -495,9 +496,7 @@ def check_mha_mask(cls) -> None:
 @keeps_global_rng
 def check_mha_attn(cls) -> None:
     """self.attn keeps the last weights [B, h, T_q, T_k], one map per head (not averaged)."""
-    torch_module, state = _oracle_pair(seed=500)
-    module = core.build(MHA, cls, D, H)
-    core.load_weights(MHA, module, state)
+    torch_module, state, module = _against_torch(cls, seed=500)
     query, key, value = _inputs(seed=510)
     mask = random_mask(B, T_Q, T_K, seed=511)
     expected = answer(torch_expected, torch_module, query, key, value, mask)
