@@ -18,11 +18,10 @@
 # **You will write:** `EncoderLayer`, `DecoderLayer`, `Encoder` and `Decoder`.
 
 # %% install
-import matplotlib.pyplot as plt
 import torch
-from matplotlib.patches import FancyBboxPatch
 from torch import nn
 
+from autograder import stack_experiments as experiments  # the figure and the stacks' gradients
 from autograder.checks import encoder_decoder as checks
 from autograder.checks.device import describe_devices
 from autograder.timing import median_seconds
@@ -50,106 +49,7 @@ print(describe_devices())
 
 
 # %% experiment
-COLORS = {
-    "emb": "#f8cecc",
-    "attn": "#fde2b8",
-    "norm": "#fff2a8",
-    "ffn": "#cfe2f3",
-    "linear": "#d9d2e9",
-    "softmax": "#d5e8d4",
-}
-ENC, DEC, HALF = 2.5, 7.5, 1.55  # the two columns' centres; half a box's width with its padding
-fig, ax = plt.subplots(figsize=(10, 8.6))
-ax.set_xlim(0, 10)
-ax.set_ylim(-0.35, 12.6)
-ax.axis("off")
-
-
-def box(x, y, text, kind, width=3.0):
-    """A rounded box centred at (x, y), 0.6 high; returns its bottom and top y."""
-    corner = (x - width / 2, y - 0.3)
-    patch = FancyBboxPatch(corner, width, 0.6, boxstyle="round,pad=0.05", fc=COLORS[kind], ec="black")
-    ax.add_patch(patch)
-    ax.text(x, y, text, ha="center", va="center", fontsize=9.5)
-    return y - 0.35, y + 0.35
-
-
-def arrow(start, end, color="black"):
-    ax.annotate("", xy=end, xytext=start, arrowprops={"arrowstyle": "-|>", "color": color, "lw": 1.3})
-
-
-def skip(x, sublayer, add, side):
-    """A residual path: leaves below the sub-layer, goes round it, enters its Add & Norm."""
-    y0, edge, y1 = sublayer[0] - 0.12, x + side * 1.85, (add[0] + add[1]) / 2
-    ax.plot([x, edge, edge], [y0, y0, y1], color="gray", lw=1.1)
-    arrow((edge, y1), (x + side * HALF, y1), color="gray")
-
-
-def repeat(x, y0, y1, label):
-    """The dashed frame of a layer that is stacked N times."""
-    frame = FancyBboxPatch(
-        (x - 2.1, y0), 4.2, y1 - y0, boxstyle="round,pad=0.1", facecolor="#f2f2f2", edgecolor="gray", ls="--"
-    )
-    ax.add_patch(frame)
-    left = x < 5
-    where = (x - 2.35 if left else x + 2.35, (y0 + y1) / 2)
-    ax.text(*where, label, ha="right" if left else "left", va="center", weight="bold")
-
-
-# encoder, bottom to top
-ax.text(ENC, -0.1, "source tokens [B, T_src]", ha="center", fontsize=9.5)
-emb = box(ENC, 0.9, "Embedding ×√D + positional enc.", "emb", width=3.4)
-arrow((ENC, 0.25), (ENC, emb[0]))
-repeat(ENC, 1.65, 6.25, "N ×\nencoder\nlayer")
-enc_boxes = [
-    emb,
-    self_attn_box := box(ENC, 2.4, "Multi-head self-attention", "attn"),
-    add1 := box(ENC, 3.5, "Add & Norm", "norm"),
-    ffn_box := box(ENC, 4.5, "Feed-forward", "ffn"),
-    add2 := box(ENC, 5.6, "Add & Norm", "norm"),
-    final := box(ENC, 7.0, "final LayerNorm", "norm"),
-]
-for lower, upper in zip(enc_boxes[:-1], enc_boxes[1:], strict=True):
-    arrow((ENC, lower[1]), (ENC, upper[0]))
-skip(ENC, self_attn_box, add1, -1)
-skip(ENC, ffn_box, add2, -1)
-
-# decoder, bottom to top
-ax.text(DEC, -0.1, "target tokens, shifted right [B, T_tgt]", ha="center", fontsize=9.5)
-emb_d = box(DEC, 0.9, "Embedding ×√D + positional enc.", "emb", width=3.4)
-arrow((DEC, 0.25), (DEC, emb_d[0]))
-repeat(DEC, 1.65, 8.45, "N ×\ndecoder\nlayer")
-dec_boxes = [
-    emb_d,
-    masked := box(DEC, 2.4, "Masked multi-head self-attention", "attn", width=3.3),
-    add1_d := box(DEC, 3.5, "Add & Norm", "norm"),
-    cross := box(DEC, 4.6, "Multi-head cross-attention", "attn"),
-    add2_d := box(DEC, 5.7, "Add & Norm", "norm"),
-    ffn_d := box(DEC, 6.7, "Feed-forward", "ffn"),
-    add3_d := box(DEC, 7.8, "Add & Norm", "norm"),
-    box(DEC, 9.2, "final LayerNorm", "norm"),
-    box(DEC, 10.2, "Linear  D → vocabulary", "linear"),
-    softmax := box(DEC, 11.2, "Softmax", "softmax"),
-]
-for lower, upper in zip(dec_boxes[:-1], dec_boxes[1:], strict=True):
-    arrow((DEC, lower[1]), (DEC, upper[0]))
-arrow((DEC, softmax[1]), (DEC, 12.15))
-ax.text(DEC, 12.25, "next-token probabilities [B, T_tgt, V]", ha="center", fontsize=9.5)
-for sublayer, add in ((masked, add1_d), (cross, add2_d), (ffn_d, add3_d)):
-    skip(DEC, sublayer, add, 1)
-
-# the memory: the encoder's output gives the keys and values of every decoder layer's cross-attention
-middle = (cross[0] + cross[1]) / 2
-ax.plot([ENC, ENC, 4.95, 4.95], [final[1], 7.75, 7.75, middle], color="tab:red", lw=2)
-arrow((4.95, middle), (DEC - HALF, middle), color="tab:red")
-ax.text(3.75, 7.87, "memory [B, T_src, D]", color="tab:red", fontsize=9.5, ha="center")
-ax.text(5.25, middle + 0.12, "K, V", color="tab:red", fontsize=9)
-ax.text(DEC - 0.12, cross[0] - 0.25, "Q", fontsize=9, ha="right")
-ax.set_title(
-    "Encoder-decoder data flow: Post-LN layers as in the paper, plus this course's final LayerNorms\n"
-    "(the paper has none); gray arrows: residual connections",
-    fontsize=10,
-);
+experiments.draw_data_flow();
 
 # %% [markdown]
 # ## A sub-layer: residual connection and LayerNorm
@@ -428,27 +328,12 @@ hidden_decoder(Decoder)
 
 
 # %% experiment
-def first_layer_gradient(depth, wiring, d_model=16, d_ff=64):
-    """Gradient norm of the first block's weights in a stack of `depth` feed-forward blocks."""
-    torch.manual_seed(1)
-    blocks = nn.ModuleList(PositionwiseFeedForward(d_model, d_ff) for _ in range(depth)).double()
-    norms = nn.ModuleList(LayerNorm(d_model) for _ in range(depth)).double()
-    h = torch.randn(2, 6, d_model, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
-    for block, norm in zip(blocks, norms, strict=True):
-        if wiring == "plain":
-            h = block(h)
-        elif wiring == "norm":
-            h = block(norm(h))
-        else:
-            h = h + block(norm(h))
-    direction = torch.randn(h.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
-    (h * direction).sum().backward()  # a fixed random "loss"
-    return blocks[0].linear1.weight.grad.norm().item()
-
-
 print(f"{'depth':>6} {'F(x)':>10} {'F(LN(x))':>10} {'x + F(LN(x))':>13}")
 for depth in (1, 4, 16, 48):
-    row = [first_layer_gradient(depth, wiring) for wiring in ("plain", "norm", "residual")]
+    row = [
+        experiments.first_layer_gradient(PositionwiseFeedForward, LayerNorm, depth, wiring)
+        for wiring in ("plain", "norm", "residual")
+    ]
     print(f"{depth:>6} {row[0]:>10.2e} {row[1]:>10.2e} {row[2]:>13.2e}")
 
 # %% [markdown]
@@ -474,27 +359,10 @@ for depth in (1, 4, 16, 48):
 
 
 # %% experiment
-def post_and_pre(depth):
-    """[first-layer grad, last-layer grad, residual std] for Post-LN, then for Pre-LN."""
-    row = []
-    for norm_first in (False, True):
-        torch.manual_seed(1)
-        encoder = Encoder(16, 2, 32, n_layers=depth, norm_first=norm_first).double()
-        h = torch.randn(2, 8, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
-        for layer in encoder.layers:
-            h = layer(h)
-        out = encoder.norm(h)
-        direction = torch.randn(out.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
-        (out * direction).sum().backward()  # a fixed random "loss"
-        first, last = (encoder.layers[i].ffn.linear1.weight.grad.norm().item() for i in (0, -1))
-        row += [first, last, h.std().item()]
-    return row
-
-
 print(f"{'':>6} {'--------- Post-LN ---------':>28}   {'--------- Pre-LN ----------':>28}")
 print(f"{'depth':>6} {'grad L1':>8} {'grad LN':>8} {'std x':>8}   {'grad L1':>8} {'grad LN':>8} {'std x':>8}")
 for depth in (2, 8, 24):
-    r = post_and_pre(depth)
+    r = experiments.post_and_pre(Encoder, depth)
     print(f"{depth:>6} {r[0]:>8.2f} {r[1]:>8.2f} {r[2]:>8.2f}   {r[3]:>8.2f} {r[4]:>8.2f} {r[5]:>8.2f}")
 
 # %% [markdown]
