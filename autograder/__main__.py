@@ -81,7 +81,7 @@ def _print_problems(pipeline: Pipeline) -> None:
 GRADER_FAILED = 3  # the exit code when a grading failed for a reason of the grader's own
 
 
-def _grader_failures(done: list[Graded]) -> int:
+def grader_failures(done: list[Graded]) -> int:
     """0, or GRADER_FAILED with a one-line banner on stderr when a grading in ``done`` failed for
     a reason of the grader's own (the sandbox, the kernel's start, its imports): such a
     submission has no score until it is graded again."""
@@ -147,7 +147,7 @@ def demo(
     print(f"Insights: {page}")
     print(f"Similarity: {alike.summary()}")
     print(f"Graded {graded} notebooks in {elapsed:.0f} s ({elapsed / max(graded, 1):.1f} s per notebook).")
-    return _grader_failures(done)
+    return grader_failures(done)
 
 
 def _changed(changes: list) -> str:
@@ -354,7 +354,7 @@ def _step(pipeline: Pipeline, args: argparse.Namespace) -> int:
         print((args.workspace / "problems.csv").read_text())
     elif args.step in ("collect", "autograde"):
         _print_problems(pipeline)
-    return _grader_failures(done)
+    return grader_failures(done)
 
 
 def _report(args: argparse.Namespace) -> None:

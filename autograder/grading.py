@@ -45,7 +45,7 @@ def lesson_of(resources: dict | None) -> str | None:
 
 
 @functools.cache
-def _source(lesson: str) -> nbformat.NotebookNode:
+def source_notebook(lesson: str) -> nbformat.NotebookNode:
     """The lesson's source notebook (the instructor's copy, never a submission), read once. The
     learner's wheel holds no source notebooks: there it is the released notebook that the
     package installed (read-only, never a learner's copy), whose test cells are the same
@@ -72,7 +72,7 @@ def exercise_of(lesson: str, grade_id: str) -> str:
 def table(lesson: str) -> tuple[GradedTest, ...]:
     """The lesson's test cells, in notebook order."""
     rows = []
-    for cell in filter(is_test_cell, _source(lesson).cells):
+    for cell in filter(is_test_cell, source_notebook(lesson).cells):
         meta = cell.metadata.nbgrader
         hidden = "".join(HIDDEN_BLOCK.findall(cell.source)).strip()
         visible = HIDDEN_BLOCK.sub("", cell.source).strip()
@@ -88,17 +88,17 @@ def experiments(lesson: str) -> frozenset[str]:
     grading may skip them (tests/test_skipping.py proves it)."""
     return frozenset(
         cell.metadata.nbgrader["grade_id"]
-        for cell in _source(lesson).cells
+        for cell in source_notebook(lesson).cells
         if cell.metadata.get(COURSE_METADATA, {}).get("experiment") and cell.metadata.nbgrader.get("locked")
     )
 
 
-def _import_statements(lesson: str) -> list[ast.stmt]:
+def import_statements(lesson: str) -> list[ast.stmt]:
     """The import statements of the lesson's locked cells in its source notebook (the
     instructor's copy, never a submission), in order."""
     return [
         node
-        for cell in _source(lesson).cells
+        for cell in source_notebook(lesson).cells
         if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("locked")
         for node in ast.parse(cell.source).body
         if isinstance(node, ast.Import | ast.ImportFrom)
@@ -116,7 +116,7 @@ def _bound(lesson: str, statements: list[ast.stmt]) -> dict:
 def grading_imports(lesson: str) -> dict:
     """The names a lesson's test cells use from the grading code (``checks``), bound here: the
     lesson's imports from modules of the ``autograder`` package."""
-    ours = [n for n in _import_statements(lesson) if isinstance(n, ast.ImportFrom) and n.module
+    ours = [n for n in import_statements(lesson) if isinstance(n, ast.ImportFrom) and n.module
             and n.module.split(".")[0] == "autograder"]  # fmt: skip
     return _bound(lesson, ours)
 
@@ -125,7 +125,7 @@ def grading_imports(lesson: str) -> dict:
 def lesson_imports(lesson: str) -> dict:
     """Every name the lesson's locked cells import (``torch``, the reference ``Transformer`` a
     test cell hands to a check, ``checks``), bound here as in the learner's notebook."""
-    return _bound(lesson, _import_statements(lesson))
+    return _bound(lesson, import_statements(lesson))
 
 
 def run(test: GradedTest, code: str, implementation: Any) -> None:

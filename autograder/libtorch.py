@@ -363,7 +363,7 @@ def compile_parts(parts: list[Part], verbose: bool = False) -> ModuleType:
     return module
 
 
-def _build_here(folder: Path, name: str, load: bool = True, pch: Path | None = None) -> None:
+def build_here(folder: Path, name: str, load: bool = True, pch: Path | None = None) -> None:
     """The child's work in ``build_library``: load_inline on the unit that waits in ``folder``.
     Without ``load`` the library is built (ninja, the compiler, the linker) and never imported:
     the grader's trusted build step (autograder/engine/cpp_cache.py) runs no code it compiled.
@@ -578,7 +578,7 @@ def main(argv: list[str]) -> int:
         )
         return 2
     try:
-        _build_here(Path(argv[1]), argv[2], "--no-import" not in options, Path(pch[0]) if pch else None)
+        build_here(Path(argv[1]), argv[2], "--no-import" not in options, Path(pch[0]) if pch else None)
     except RuntimeError as error:
         print(error)
         return 1

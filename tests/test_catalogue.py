@@ -5,7 +5,7 @@ import pytest
 
 from autograder.checks import core
 from autograder.lessons import EXERCISES
-from tests.test_mutations import CATALOGUE
+from tests.helpers import CATALOGUE
 
 
 def test_every_entry_is_computed_once_in_the_files_order():

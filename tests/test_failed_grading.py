@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.__main__ import GRADER_FAILED, SAMPLE_COURSE, SAMPLES, _grader_failures, main
+from autograder.__main__ import GRADER_FAILED, SAMPLE_COURSE, SAMPLES, grader_failures, main
 from autograder.engine.kernels import sandbox, zygote
 from autograder.engine.pipeline import Pipeline
 from autograder.engine.submission import Graded
@@ -98,10 +98,10 @@ def _graded(failure: str | None, grader_failed: bool) -> Graded:
 
 def test_only_the_graders_own_failures_fail_the_run(capsys: pytest.CaptureFixture) -> None:
     submissions_own = _graded("the kernel exited while running the solution cell of Embedding", False)
-    assert _grader_failures([submissions_own, _graded(None, False)]) == 0
+    assert grader_failures([submissions_own, _graded(None, False)]) == 0
     assert capsys.readouterr().err == ""
     graders_own = _graded("ZygoteError: the zygote failed: No module named 'autograder'", True)
-    assert _grader_failures([submissions_own, graders_own]) == GRADER_FAILED
+    assert grader_failures([submissions_own, graders_own]) == GRADER_FAILED
     assert capsys.readouterr().err.count("\n") == 1
 
 

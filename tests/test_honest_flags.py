@@ -45,7 +45,7 @@ from autograder.engine import judge
 from autograder.engine.remote import Channel, Endpoint, models_read_only
 from autograder.hidden.core import SEED_VARIABLE
 from autograder.lessons import EXERCISES, written_lessons
-from tests.test_mutations import CATALOGUE, CPP_EXERCISES, _buggy, _stub
+from tests.helpers import CATALOGUE, CPP_EXERCISES, buggy, stub
 
 SEEDS = range(20260101, 20260121)
 PER_SUBMISSION = int(os.environ.get("COURSE_HONEST_SEEDS", "1"))
@@ -65,7 +65,7 @@ def _solution_cells(lesson: str) -> dict[str, str]:
     """exercise -> the source of its solution cell, in the lesson's source notebook."""
     return {
         cell.metadata.nbgrader["grade_id"]: cell.source
-        for cell in grading._source(lesson).cells
+        for cell in grading.source_notebook(lesson).cells
         if cell.metadata.get("nbgrader", {}).get("solution")
     }
 
@@ -106,7 +106,7 @@ def _replacement(exercise: str | None, kind: str, mistake):
         from tests.alternatives import libtorch as cpp_variants
 
         return cpp_variants.compiled()[exercise, "stub" if kind == "stub" else mistake.name]
-    return _stub(exercise) if kind == "stub" else _buggy(exercise, mistake)
+    return stub(exercise) if kind == "stub" else buggy(exercise, mistake)
 
 
 def _lesson_of(exercise: str) -> str:
@@ -202,5 +202,5 @@ def test_a_caller_is_graded_with_the_exercise_it_calls():
     reference cached_greedy_decode's cells too, and that reference calls the wrong step."""
     assert _callers("11_efficiency", "decoder_layer_step") == {"cached_greedy_decode"}
     assert _callers("04_masking", "causal_mask") == {"decoder_mask"}
-    notebook = _notebook("11_efficiency", "decoder_layer_step", _stub("decoder_layer_step"))
+    notebook = _notebook("11_efficiency", "decoder_layer_step", stub("decoder_layer_step"))
     assert inspect.unwrap(notebook["cached_greedy_decode"]).__globals__ is notebook

@@ -33,7 +33,7 @@ from autograder import grading
 from autograder.checks import attention
 from autograder.engine.judge import Judge
 from autograder.hidden.core import SEED_VARIABLE
-from tests.test_mutations import CHECKS, HIDDEN
+from tests.helpers import CHECKS, HIDDEN
 
 LESSON = "03_attention"
 IMPORTS = "import sys\nimport torch\nfrom autograder.checks import attention as checks\n"

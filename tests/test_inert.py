@@ -220,8 +220,10 @@ def test_the_formgrader_view_allows_nbgraders_scripts_by_hash_and_no_other():
     page = exporter.from_notebook_node(_attack("html <script>"), resources=resources)[0].encode()
     policy = formgrader_policy.view_policy(page, scripts, events)
     allowed = set(re.findall(r"'sha256-[^']+'", policy))
-    inline = [formgrader_policy._hash(script) for script in formgrader_policy._INLINE_SCRIPT.findall(page)]
-    attackers = formgrader_policy._hash(CANARY.encode())
+    inline = [
+        formgrader_policy.script_hash(script) for script in formgrader_policy.INLINE_SCRIPT.findall(page)
+    ]
+    attackers = formgrader_policy.script_hash(CANARY.encode())
     assert attackers in inline and attackers not in allowed
     assert set(inline) - {attackers} <= allowed  # nbgrader's own, in the head and in the nav
     assert "'unsafe-inline'" not in policy and "'unsafe-eval'" not in policy

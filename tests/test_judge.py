@@ -27,9 +27,17 @@ from autograder.hidden.core import SEED_VARIABLE
 from autograder.lessons import EXERCISES
 from solutions import libtorch as cpp_reference
 from tests.alternatives import ALTERNATIVES
-from tests.test_mutations import CATALOGUE, CHECKS, CPP_EXERCISES, HIDDEN, _buggy, _stub, resolved_alternative
-from tests.test_structural_mistakes import CASES as STRUCTURAL
-from tests.test_structural_mistakes import _built_wrongly
+from tests.helpers import (
+    CATALOGUE,
+    CHECKS,
+    CPP_EXERCISES,
+    HIDDEN,
+    STRUCTURAL_MISTAKES,
+    buggy,
+    built_wrongly,
+    resolved_alternative,
+    stub,
+)
 
 
 def _verdict(test, implementation) -> str | None:
@@ -89,7 +97,7 @@ CASES += [(e, "mistake", m) for e, mistakes in CATALOGUE.items() for m in mistak
 # generic "the loss of step k" message (found at the end of this round, not yet explained).
 NAMED_IN_THE_NOTEBOOK_ONLY = {("train_loop", "gradients clipped per parameter")}
 CASES += [(e, "alternative", a) for e, alts in ALTERNATIVES.items() for a in alts]
-CASES += [(e, "structural", (name, change)) for e, name, change, _ in STRUCTURAL]
+CASES += [(e, "structural", (name, change)) for e, name, change, _ in STRUCTURAL_MISTAKES]
 
 
 def _implementation(exercise: str, kind: str, which):
@@ -100,11 +108,11 @@ def _implementation(exercise: str, kind: str, which):
             return cpp_reference.build()[exercise.removeprefix("Cpp")]
         return getattr(solutions, exercise)
     if kind == "stub":
-        return _stub(exercise)
+        return stub(exercise)
     if kind == "mistake":
-        return _buggy(exercise, which)
+        return buggy(exercise, which)
     if kind == "structural":
-        return _built_wrongly(exercise, which[1])
+        return built_wrongly(exercise, which[1])
     return resolved_alternative(exercise, which)
 
 

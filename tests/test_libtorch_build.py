@@ -112,14 +112,14 @@ def test_a_build_reads_the_precompiled_header_before_the_unit(tmp_path, monkeypa
 
     seen = {}
     monkeypatch.setattr(cpp_extension, "load_inline", lambda **options: seen.update(options))
-    # _build_here(load=False) replaces torch's import step for good: put it back after the test
+    # build_here(load=False) replaces torch's import step for good: put it back after the test
     monkeypatch.setattr(
         cpp_extension, "_import_module_from_library", cpp_extension._import_module_from_library
     )
     (tmp_path / "unit.cpp").write_text("// a unit")
-    libtorch._build_here(tmp_path, "course_0123", load=False, pch=tmp_path / "pch" / cpp_pch.HEADER)
+    libtorch.build_here(tmp_path, "course_0123", load=False, pch=tmp_path / "pch" / cpp_pch.HEADER)
     assert seen["extra_cflags"] == ["-include", str(tmp_path / "pch" / cpp_pch.HEADER), "-Winvalid-pch"]
-    libtorch._build_here(tmp_path, "course_0123", load=False)
+    libtorch.build_here(tmp_path, "course_0123", load=False)
     assert seen["extra_cflags"] == []
 
 

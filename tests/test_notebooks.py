@@ -128,11 +128,11 @@ def test_a_definition_cell_shows_the_reference_code_and_a_varying_experiment_is_
 def test_the_record_of_what_was_generated_matches_the_committed_course():
     """course/generated.sha256 is what `make notebooks` checks before it replaces a file: it
     must list every committed learner notebook as it is, or a clean clone would refuse."""
-    recorded = build._recorded(lessons.COURSE)
+    recorded = build.recorded_digests(lessons.COURSE)
     committed = {str(lessons.course_path(lesson).relative_to(lessons.COURSE)) for lesson in WRITTEN}
     assert set(recorded) == committed, REGENERATE
     for name, digest in recorded.items():
-        assert build._sha256(lessons.COURSE / name) == digest, f"course/{name}: {REGENERATE}"
+        assert build.file_sha256(lessons.COURSE / name) == digest, f"course/{name}: {REGENERATE}"
 
 
 def test_regenerating_never_overwrites_a_learners_saved_work(tmp_path):
@@ -152,4 +152,6 @@ def test_regenerating_never_overwrites_a_learners_saved_work(tmp_path):
     with pytest.raises(build.CourseEdited, match=rf"course/{lesson}/{notebook.name} differs .* Copy it"):
         build.write_course([lesson], course)
     assert notebook.read_bytes() == saved  # nothing was written
-    assert build._recorded(course)[f"{lesson}/{notebook.name}"] == hashlib.sha256(generated).hexdigest()
+    assert (
+        build.recorded_digests(course)[f"{lesson}/{notebook.name}"] == hashlib.sha256(generated).hexdigest()
+    )

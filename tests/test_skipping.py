@@ -22,7 +22,7 @@ import torch
 
 from autograder import grading, lessons
 from autograder.checks import CheckFailure
-from tests.test_mutations import CATALOGUE, CPP_EXERCISES, _buggy, _reference, _stub
+from tests.helpers import CATALOGUE, CPP_EXERCISES, buggy, reference_of, stub
 
 GLOBAL_SETTERS = {
     "set_default_dtype",
@@ -135,9 +135,9 @@ def _implementations(exercise: str) -> list:
 
         return [cls for (owner, _), cls in cpp_variants.compiled().items() if owner == exercise]
     return [
-        _reference(exercise),
-        _stub(exercise),
-        *(_buggy(exercise, mistake) for mistake in CATALOGUE[exercise]),
+        reference_of(exercise),
+        stub(exercise),
+        *(buggy(exercise, mistake) for mistake in CATALOGUE[exercise]),
     ]
 
 

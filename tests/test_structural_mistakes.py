@@ -10,120 +10,17 @@ mistake. The same cells must pass on the unchanged reference (test_mutations.py 
 import weakref
 
 import pytest
-import torch
-from torch import nn
 
 import solutions
 from autograder.checks import CheckFailure
-from tests.test_mutations import CHECKS
+from tests.helpers import CHECKS, STRUCTURAL_MISTAKES, built_wrongly
 
 
-def _rename(old: str, new: str):
-    def change(module: nn.Module) -> None:
-        setattr(module, new, getattr(module, old))
-        delattr(module, old)
-
-    return change
-
-
-def _replace(name: str, make):
-    def change(module: nn.Module) -> None:
-        value = make(module, getattr(module, name))
-        delattr(module, name)
-        setattr(module, name, value)
-
-    return change
-
-
-def _pe_as_parameter(module: nn.Module) -> None:
-    table = module.pe
-    del module.pe
-    module.pe = nn.Parameter(table)
-
-
-def _pe_not_persistent(module: nn.Module) -> None:
-    table = module.pe
-    del module.pe
-    module.register_buffer("pe", table, persistent=False)
-
-
-def _zero_gamma(module: nn.Module) -> None:
-    with torch.no_grad():
-        module.gamma.zero_()
-
-
-CASES = [
-    (
-        "Embedding",
-        "lut renamed",
-        _rename("lut", "table"),
-        "expected an attribute `lut` that is an nn.Embedding",
-    ),
-    (
-        "Embedding",
-        "lut of the wrong size",
-        _replace("lut", lambda m, lut: nn.Embedding(lut.num_embeddings + 1, lut.embedding_dim)),
-        "expected lut = nn.Embedding(vocab_size, d_model)",
-    ),
-    ("LayerNorm", "gamma renamed", _rename("gamma", "weight"), "no parameter named `gamma`"),
-    ("LayerNorm", "gamma starts at zeros", _zero_gamma, "`gamma` must start as all ones"),
-    ("PositionwiseFeedForward", "linear1 renamed", _rename("linear1", "fc1"), "got no attribute linear1"),
-    (
-        "PositionwiseFeedForward",
-        "linear1 not an nn.Linear",
-        _replace("linear1", lambda m, linear: nn.Sequential(linear)),
-        "expected an attribute `linear1` that is an nn.Linear, got Sequential",
-    ),
-    (
-        "MultiHeadAttention",
-        "w_q without a bias",
-        _replace("w_q", lambda m, linear: nn.Linear(linear.in_features, linear.out_features, bias=False)),
-        "the projections have no bias (missing ['w_q.bias'])",
-    ),
-    ("PositionalEncoding", "pe a parameter", _pe_as_parameter, "Register it as a buffer"),
-    ("PositionalEncoding", "pe not persistent", _pe_not_persistent, "the buffer pe is not in the state_dict"),
-    (
-        "Encoder",
-        "one layer repeated",
-        _replace("layers", lambda m, layers: nn.ModuleList([layers[0]] * len(layers))),
-        "the layers share their parameters",
-    ),
-    (
-        "Decoder",
-        "layers in a plain list",
-        _replace("layers", lambda m, layers: list(layers)),
-        "a plain list hides",
-    ),
-    (
-        "Encoder",
-        "no final norm",
-        _rename("norm", "final"),
-        "a final LayerNorm in an attribute `norm`",
-    ),
-    (
-        "Generator",
-        "proj renamed",
-        _rename("proj", "linear"),
-        "an attribute `proj` that is an nn.Linear",
-    ),
-    ("Transformer", "generator renamed", _rename("generator", "head"), "expected an attribute `generator`"),
-]
-
-
-def _built_wrongly(exercise: str, change):
-    """The reference class, with ``change`` applied to every module it builds."""
-    reference = getattr(solutions, exercise)
-
-    def build(self, *args, **kwargs):
-        reference.__init__(self, *args, **kwargs)
-        change(self)
-
-    return type(f"Wrong{exercise}", (reference,), {"__init__": build})
-
-
-@pytest.mark.parametrize(("exercise", "name", "change", "message"), CASES, ids=[c[1] for c in CASES])
+@pytest.mark.parametrize(
+    ("exercise", "name", "change", "message"), STRUCTURAL_MISTAKES, ids=[c[1] for c in STRUCTURAL_MISTAKES]
+)
 def test_a_structural_mistake_gets_its_own_message(exercise, name, change, message):
-    cls = _built_wrongly(exercise, change)
+    cls = built_wrongly(exercise, change)
     for check in CHECKS[exercise]:
         try:
             check(cls)

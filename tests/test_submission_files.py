@@ -188,7 +188,7 @@ def test_a_folder_the_kernel_replaced_by_a_link_counts_as_empty(kernel, workspac
 
 def test_a_file_swapped_for_a_link_after_the_listing_is_not_followed(kernel, workspace, monkeypatch):
     (kernel / "notes.txt").write_text("notes")
-    listing = submission_files._listing
+    listing = submission_files.listing
 
     def then_swapped(folder: int):
         found = listing(folder)
@@ -197,7 +197,7 @@ def test_a_file_swapped_for_a_link_after_the_listing_is_not_followed(kernel, wor
             os.symlink("../../../gradebook.db", kernel / "notes.txt")
         return found
 
-    monkeypatch.setattr(submission_files, "_listing", then_swapped)
+    monkeypatch.setattr(submission_files, "listing", then_swapped)
     lines = mirror(kernel, _graded(workspace), Caps())
     assert lines == ["left `notes.txt`, which changed while it was copied: not kept"]
     assert _tree(_graded(workspace)) == {"embedding.ipynb": "{}"}

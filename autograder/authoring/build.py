@@ -250,11 +250,11 @@ class CourseEdited(RuntimeError):
     """course/ holds work that is not what `write_course` last wrote; the message says which."""
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _recorded(course: Path) -> dict[str, str]:
+def recorded_digests(course: Path) -> dict[str, str]:
     """relative path -> the digest `write_course` recorded for it."""
     listing = course / GENERATED
     lines = listing.read_text().splitlines() if listing.is_file() else []
@@ -267,7 +267,7 @@ def write_course(names: list[str], course: Path = lessons.COURSE) -> list[Path]:
     from what it recorded (a learner's saved work in a clone, say) stops it with CourseEdited
     before anything is written; files it never wrote (a learner's own, Jupyter's checkpoints)
     are left alone."""
-    recorded = _recorded(course)
+    recorded = recorded_digests(course)
     with tempfile.TemporaryDirectory() as scratch:
         fresh = Path(scratch)
         generate_students(names, fresh)
@@ -277,7 +277,7 @@ def write_course(names: list[str], course: Path = lessons.COURSE) -> list[Path]:
             name
             for lesson in names
             for path in (course / lesson).rglob("*")
-            if path.is_file() and recorded.get(name := str(path.relative_to(course))) == _sha256(path)
+            if path.is_file() and recorded.get(name := str(path.relative_to(course))) == file_sha256(path)
         ]
         edited = sorted(name for name in new if (course / name).exists() and name not in ours)
         if edited:
@@ -291,7 +291,7 @@ def write_course(names: list[str], course: Path = lessons.COURSE) -> list[Path]:
         for name, path in new.items():
             (course / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, course / name)
-            recorded[name] = _sha256(path)
+            recorded[name] = file_sha256(path)
     kept = {name: digest for name, digest in recorded.items() if (course / name).is_file()}
     (course / GENERATED).write_text("".join(f"{digest}  {name}\n" for name, digest in sorted(kept.items())))
     return [course / lesson / lessons.notebook_name(lesson) for lesson in names]

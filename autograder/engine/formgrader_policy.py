@@ -42,12 +42,12 @@ HEADER = "Content-Security-Policy"
 # nbgrader's own routes under the submissions' URL: its scripts' folder, and the buttons' redirects.
 _COMPONENTS = "components"
 _NAVIGATION = {"next", "prev", "next_incorrect", "prev_incorrect"}
-_INLINE_SCRIPT = re.compile(rb"<script(?![^>]*\bsrc=)[^>]*>(.*?)</script>", re.DOTALL | re.IGNORECASE)
+INLINE_SCRIPT = re.compile(rb"<script(?![^>]*\bsrc=)[^>]*>(.*?)</script>", re.DOTALL | re.IGNORECASE)
 _HANDLER = re.compile(r"""\son[a-z]+="([^"]*)\"""")
 FILES_POLICY = "sandbox; default-src 'none'; img-src 'self' data:; style-src 'self' 'unsafe-inline'"
 
 
-def _hash(source: bytes) -> str:
+def script_hash(source: bytes) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(source).digest()).decode("ascii") + "'"
 
 
@@ -57,15 +57,15 @@ def nbgraders_own_scripts() -> tuple[set[str], set[str]]:
     environment = Environment(loader=FileSystemLoader(f"{handlers.template_path}/formgrade"))
     macros = environment.get_template("formgrade_macros.html.j2").module
     nav = macros.nav({"base_url": "", "submission_id": "", "index": 0, "total": 1, "assignment_id": ""})
-    scripts = {_hash(script) for script in _INLINE_SCRIPT.findall(nav.encode("utf-8"))}
-    return scripts, {_hash(handler.encode("utf-8")) for handler in _HANDLER.findall(nav)}
+    scripts = {script_hash(script) for script in INLINE_SCRIPT.findall(nav.encode("utf-8"))}
+    return scripts, {script_hash(handler.encode("utf-8")) for handler in _HANDLER.findall(nav)}
 
 
 def view_policy(page: bytes, scripts: set[str], events: set[str]) -> str:
     """The policy of a submission view: the server's scripts, nbgrader's own inline ``scripts`` and
     event handlers (``events``, their hashes), and the inline scripts of the page's head."""
     head = page[: page.find(b"</head>")] if b"</head>" in page else b""
-    allowed = sorted(scripts | {_hash(script) for script in _INLINE_SCRIPT.findall(head)})
+    allowed = sorted(scripts | {script_hash(script) for script in INLINE_SCRIPT.findall(head)})
     sources = " ".join(["'self'", *allowed, "'unsafe-hashes'", *sorted(events)])
     return f"script-src {sources}; object-src 'none'; base-uri 'none'"
 

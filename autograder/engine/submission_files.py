@@ -174,7 +174,7 @@ class _Tally:
 def _copy_folder(source: int, target: int | None, prefix: str, depth: int, tally: _Tally) -> None:
     """Copy what ``source`` holds into ``target``; with no ``target`` (a folder over the cap),
     only count and report it."""
-    for name, status in _listing(source):
+    for name, status in listing(source):
         path = prefix + name
         if stat.S_ISDIR(status.st_mode):
             if _too_deep(depth, path, tally):
@@ -247,7 +247,7 @@ def _copy_data(source: int, target: int, size: int) -> None:
 
 def _clean_folder(folder: int, prefix: str, depth: int, tally: _Tally) -> None:
     """Remove from ``folder`` what is not kept (everything, once a cap is reached)."""
-    for name, status in _listing(folder):
+    for name, status in listing(folder):
         path = prefix + name
         mode = status.st_mode
         if stat.S_ISDIR(mode):
@@ -278,7 +278,7 @@ def _too_deep(depth: int, path: str, tally: _Tally) -> bool:
 
 def _empty(folder: int) -> None:
     """Remove everything the open ``folder`` holds."""
-    for name, status in _listing(folder):
+    for name, status in listing(folder):
         if stat.S_ISDIR(status.st_mode):
             _remove_folder(folder, name)
         else:
@@ -327,7 +327,7 @@ def _first_folder(folder: int) -> str | None:
     return None
 
 
-def _listing(folder: int) -> list[tuple[str, os.stat_result]]:
+def listing(folder: int) -> list[tuple[str, os.stat_result]]:
     """The entries of the open ``folder`` by name, each with its own status (links not followed)."""
     with os.scandir(folder) as entries:
         names = sorted(entry.name for entry in entries)

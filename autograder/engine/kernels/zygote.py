@@ -101,7 +101,7 @@ def preloaded_modules() -> list[str]:
     for lesson in lessons.EXERCISES:
         if not lessons.source_path(lesson).exists():
             continue
-        named = {module for node in grading._import_statements(lesson) for module in _modules_of(node)}
+        named = {module for node in grading.import_statements(lesson) for module in _modules_of(node)}
         course = {module for module in named if module.split(".")[0] in GRADER_MODULES}
         third_party |= named - course
         ours.append(course)
