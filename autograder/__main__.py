@@ -43,17 +43,18 @@ from pathlib import Path
 
 from autograder import lessons
 from autograder.engine import cpp_cache
+from autograder.engine import workspace as layout
 from autograder.engine.kernels.sandbox import Limits
 from autograder.engine.pipeline import Pipeline, SandboxUnavailable
 from autograder.engine.regrade import regrade
 from autograder.engine.submission import Graded
-from autograder.instructor import late
+from autograder.instructor import grades
 from autograder.instructor.insights import TABLE, insights
 from autograder.instructor.similarity import similarity
 
 SAMPLES = Path(__file__).resolve().parent / "sample_submissions"
 # the demo's course: roster, due dates and penalty, an extension, and hand-in times that make
-# its late work the same whatever day it runs (autograder/instructor/late.py, lms.py)
+# its late work the same whatever day it runs (autograder/instructor/late.py, grades.py, lms.py)
 SAMPLE_COURSE = Path(__file__).resolve().parent / "sample_course"
 DEMO_MARK = ".course-demo"
 # the command line's option for each of the sandbox's limits (Limits' fields), and what it sets
@@ -114,11 +115,15 @@ def demo(
     workspace.mkdir(parents=True)
     (workspace / DEMO_MARK).write_text("made by `python -m autograder demo`, which replaces this folder\n")
     pipeline = Pipeline(
-        workspace, release=workspace / "release", sandbox=sandbox, run_everything=run_everything, warm=warm
+        workspace,
+        release=layout.release(workspace),
+        sandbox=sandbox,
+        run_everything=run_everything,
+        warm=warm,
     )
     names = sorted({p.name for p in SAMPLES.glob("*/*") if p.is_dir()}, key=lessons.LESSON_NAMES.index)
     print(f"Demo workspace: {workspace}\nSample submissions: {SAMPLES}\nSample course: {SAMPLE_COURSE}\n")
-    for name in (late.COURSE_FILE, late.EXTENSIONS_FILE):
+    for name in (layout.COURSE_FILE, layout.EXTENSIONS_FILE):
         shutil.copy(SAMPLE_COURSE / name, workspace / name)
     inbox = workspace / "inbox"  # the samples, with the hand-in times an LMS would have recorded
     shutil.copytree(SAMPLES, inbox)
@@ -127,22 +132,22 @@ def demo(
     pipeline.collect_folder(inbox)
     done = pipeline.autograde(jobs)
     print("feedback ...")
-    feedback = pipeline.feedback()
-    grades = pipeline.export(workspace / "grades.csv")
+    feedback = grades.feedback(pipeline)
+    grades_csv = grades.export(pipeline, workspace / "grades.csv")
     roster = SAMPLE_COURSE / "roster.csv"
-    canvas = pipeline.export_lms("canvas", roster, workspace / "canvas.csv")
-    moodle = pipeline.export_lms("moodle-email", roster, workspace / "moodle.csv")
+    canvas = grades.export_lms(pipeline, "canvas", roster, workspace / "canvas.csv")
+    moodle = grades.export_lms(pipeline, "moodle-email", roster, workspace / "moodle.csv")
     print("regrade ben's 03_attention, as submitted ...")
-    changes = regrade(pipeline, "ben", "03_attention")
+    changes = regrade(pipeline, "ben", "03_attention", feedback=grades.feedback)
     page = insights(workspace)
     alike = similarity(workspace)
     pipeline.save_problems()
     graded = len(pipeline.scores())
     elapsed = time.perf_counter() - start
-    print(f"\nScores (student x lesson):\n{pipeline.table()}\n")
+    print(f"\nScores (student x lesson):\n{grades.table(pipeline)}\n")
     _print_problems(pipeline)
-    print(f"\nFeedback: {len(feedback)} HTML files under {workspace / 'feedback'}")
-    print(f"Grades:   {grades}\n          {canvas} (Canvas), {moodle} (Moodle), late penalties applied")
+    print(f"\nFeedback: {len(feedback)} HTML files under {layout.feedback(workspace)}")
+    print(f"Grades:   {grades_csv}\n          {canvas} (Canvas), {moodle} (Moodle), late penalties applied")
     print(f"Regrade:  {_changed(changes)} (log: {workspace / 'regrades.csv'})")
     print(f"Insights: {page}")
     print(f"Similarity: {alike.summary()}")
@@ -337,21 +342,26 @@ def _step(pipeline: Pipeline, args: argparse.Namespace) -> int:
     elif args.step == "autograde":
         done = pipeline.autograde(args.jobs, args.scheduler)
     elif args.step == "feedback":
-        print("\n".join(str(path) for path in pipeline.feedback()))
+        print("\n".join(str(path) for path in grades.feedback(pipeline)))
     elif args.step == "export" and (args.canvas or args.moodle):
         kind, roster = ("canvas", args.canvas) if args.canvas else (f"moodle-{args.match}", args.moodle)
         name = "-".join([kind.split("-")[0], *([args.lesson] if args.lesson else [])])
-        print(pipeline.export_lms(kind, roster, args.out or args.workspace / f"{name}.csv", args.lesson))
+        print(
+            grades.export_lms(pipeline, kind, roster, args.out or args.workspace / f"{name}.csv", args.lesson)
+        )
         _print_problems(pipeline)
     elif args.step == "export":
-        print(pipeline.export(args.out or args.workspace / "grades.csv"))
-        print(pipeline.table())
+        print(grades.export(pipeline, args.out or args.workspace / "grades.csv"))
+        print(grades.table(pipeline))
     elif args.step == "regrade":
-        print(_changed(regrade(pipeline, args.student, args.lesson, args.folder, args.zip)))
+        changes = regrade(
+            pipeline, args.student, args.lesson, args.folder, args.zip, feedback=grades.feedback
+        )
+        print(_changed(changes))
         _print_problems(pipeline)
     pipeline.save_problems()
     if args.step == "report":
-        print((args.workspace / "problems.csv").read_text())
+        print((args.workspace / layout.PROBLEMS_FILE).read_text())
     elif args.step in ("collect", "autograde"):
         _print_problems(pipeline)
     return grader_failures(done)

@@ -22,7 +22,7 @@ def test_zip_download_is_sorted_by_student(tmp_path):
         bundle.writestr("notes.txt", "not a notebook")
     pipeline = _pipeline(tmp_path)
     pipeline.collect_zip(archive, "03_attention")
-    assert pipeline.submissions() == [("03_attention", "ada"), ("03_attention", "ben")]
+    assert pipeline.submissions() == [("ada", "03_attention"), ("ben", "03_attention")]
     assert [(p.student, p.lesson) for p in pipeline.problems] == [("cho", "03_attention")]
     assert "is not a valid notebook" in pipeline.problems[0].what
 
@@ -60,7 +60,7 @@ def test_canvas_names_give_the_canvas_user_id_and_the_lessons_notebook(tmp_path)
     pipeline = _pipeline(tmp_path)
     pipeline.collect_zip(archive, "03_attention")
     assert pipeline.problems == []
-    assert pipeline.submissions() == [("03_attention", "123456"), ("03_attention", "234567")]
+    assert pipeline.submissions() == [("123456", "03_attention"), ("234567", "03_attention")]
     # each notebook keeps the lesson's name, which nbgrader grades by, and its own content
     assert (_owner(pipeline, "123456"), _owner(pipeline, "234567")) == ("jane", "bob")
 
@@ -136,7 +136,7 @@ def test_a_notebook_handed_in_twice_is_refused_and_both_are_reported(tmp_path):
     )
     pipeline = _pipeline(tmp_path)
     pipeline.collect_zip(archive, "03_attention")
-    assert pipeline.submissions() == [("03_attention", "ben")]
+    assert pipeline.submissions() == [("ben", "03_attention")]
     [problem] = pipeline.problems
     assert problem.student == "ada" and problem.what.startswith("attention.ipynb handed in 2 times")
     assert "2026-11-20-10-00-00" in problem.what and "2026-11-21-09-00-00" in problem.what
@@ -159,7 +159,7 @@ def test_every_notebook_not_taken_in_is_reported(tmp_path):
     pipeline = _pipeline(tmp_path)
     pipeline.collect_zip(archive, "03_attention")
     # the renamed notebook is the attempt's only one: graded under the lesson's name, and said so
-    assert pipeline.submissions() == [("03_attention", "123456"), ("03_attention", "234567")]
+    assert pipeline.submissions() == [("123456", "03_attention"), ("234567", "03_attention")]
     assert (pipeline.submitted / "234567" / "03_attention" / "attention.ipynb").is_file()
     assert sorted((p.student, p.what) for p in pipeline.problems) == [
         (
@@ -195,7 +195,7 @@ def test_folder_with_an_unknown_lesson_is_reported(tmp_path):
     (inbox / "ada" / "99_bonus" / "bonus.ipynb").write_text("{}")
     pipeline = _pipeline(tmp_path)
     pipeline.collect_folder(inbox)
-    assert pipeline.submissions() == [("03_attention", "ada")]
+    assert pipeline.submissions() == [("ada", "03_attention")]
     assert [p.what for p in pipeline.problems] == ["bonus.ipynb: unknown lesson '99_bonus'"]
 
 

@@ -23,6 +23,7 @@ def opened(monkeypatch, tmp_path) -> list[dict]:
             return lambda *args, **kwargs: []
 
     monkeypatch.setattr(command_line, "Pipeline", Recorder)
+    monkeypatch.setattr(command_line.grades, "feedback", lambda pipeline: [])  # no gradebook to read
     monkeypatch.chdir(tmp_path)
     return calls
 

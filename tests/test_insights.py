@@ -290,7 +290,7 @@ def test_manual_scores_in_the_gradebook_reach_the_csv_and_the_page(tmp_path):
     from nbgrader.api import Gradebook
 
     from autograder.engine.nbgrader_config import COURSE_ID
-    from autograder.engine.pipeline import sqlite_url
+    from autograder.engine.workspace import sqlite_url
 
     teaching_class(tmp_path)
     insights(tmp_path)

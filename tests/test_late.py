@@ -308,9 +308,7 @@ def test_an_unreadable_record_is_a_problem_at_export_and_the_folder_time_stands_
     (folder / "handed.json").write_text("{not json")
     with pytest.raises(intake_time.UnreadableRecord, match="handed.json"):
         intake_time.read(folder)
-    times, problems = late.handed_times(
-        tmp_path / "submitted", [("ada", "01_embedding"), ("ben", "01_embedding")], BERLIN
-    )
+    times, problems = late.handed_times(tmp_path, [("ada", "01_embedding"), ("ben", "01_embedding")], BERLIN)
     assert times["ada", "01_embedding"].source == "folder time"
     assert times["ben", "01_embedding"] is None
     assert [(p.student, p.lesson) for p in problems] == [("ada", "01_embedding")]

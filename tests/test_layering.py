@@ -1,6 +1,8 @@
 """The package's layers, read from its imports (every import, also those inside functions).
 
-- the grading engine (``autograder.engine``) never imports the authoring tools;
+- the grading engine (``autograder.engine``) never imports the authoring tools, nor the
+  instructor's floor above it (``autograder.instructor``: grades after late work, exports,
+  insights), which imports the engine;
 - the checks and the hidden tests never import the engine or the authoring tools, and the
   checks never import the reference package (they must hold for any learner's code);
 - what a learner's notebook imports at run time (the checks, the hidden tests, ``capstone``,
@@ -84,7 +86,7 @@ LEARNER_RUNTIME = (
     "autograder.libtorch",
 )
 RULES = [
-    ("autograder.engine", ("autograder.authoring",)),
+    ("autograder.engine", ("autograder.authoring", "autograder.instructor")),
     ("autograder.checks", ("autograder.engine", "autograder.authoring", "solutions")),
     ("autograder.hidden", ("autograder.engine", "autograder.authoring")),
     *[(runtime, ("autograder.engine", "autograder.authoring")) for runtime in LEARNER_RUNTIME[2:]],
@@ -123,6 +125,9 @@ def test_a_crossing_would_be_found():
         "autograder.engine.pipeline", ("autograder.engine.submission",)
     )
     assert "autograder.capstone imports solutions" in _crossings("autograder.capstone", ("solutions",))
+    assert "autograder.instructor.grades imports autograder.engine.pipeline" in _crossings(
+        "autograder.instructor.grades", ("autograder.engine",)
+    )
 
 
 def _cycles() -> list[list[str]]:

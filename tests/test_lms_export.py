@@ -15,12 +15,25 @@ import pytest
 from autograder.engine import intake_time
 from autograder.engine.intake_time import Handed, Taken
 from autograder.engine.pipeline import Pipeline
-from autograder.instructor import late, lms
+from autograder.instructor import grades, late, lms
 
 SAMPLE_COURSE = Path(__file__).resolve().parent.parent / "autograder" / "sample_course"
 BERLIN = ZoneInfo("Europe/Berlin")
 DUE = datetime(2026, 12, 4, 23, 59, tzinfo=BERLIN)
 NAMES = {"ada": "Çetin, Ada", "ben": 'Okafor, Benjamin "Ben"', "cho": "陈楚 (Chen Chu)"}
+
+
+def _export(
+    workspace: Path,
+    scores: dict,
+    roster: Path,
+    out: Path,
+    kind: str,
+    failed: dict | None = None,
+    lesson: str | None = None,
+) -> list:
+    """The LMS file of ``scores`` as the export command writes it (grades after late work)."""
+    return grades.lms_file(grades.assess(workspace, scores, failed), workspace, kind, roster, out, lesson)
 
 
 def roster_file(tmp_path: Path, text: str) -> Path:
@@ -67,7 +80,7 @@ def graded(policy: late.Policy | None = None) -> dict:
     handed = {key: Handed(DUE - timedelta(hours=1), "LMS file name") for key in scores}
     handed["ben", "01_embedding"] = Handed(DUE + timedelta(hours=10), "LMS file name")
     policy = policy or late.Policy(BERLIN, {"01_embedding": DUE}, per_day=10, cap=50)
-    return lms.apply_late(scores, handed, policy)
+    return grades.apply_late(scores, handed, policy)
 
 
 def canvas_reads(path: Path) -> tuple[list[str], list[str], dict[str, dict[str, str]]]:
@@ -194,7 +207,7 @@ def test_the_sample_course_end_to_end(tmp_path):
         (folder.parent.name, folder.name): (10.0, 10.0) for folder in (workspace / "submitted").glob("*/*")
     }
     assert len(scores) == 37  # ada, ben, cho: 11 lessons each; dev 1, eve 2, fay 1
-    problems = lms.export(workspace, scores, SAMPLE_COURSE / "roster.csv", tmp_path / "canvas.csv", "canvas")
+    problems = _export(workspace, scores, SAMPLE_COURSE / "roster.csv", tmp_path / "canvas.csv", "canvas")
     header, points, people = canvas_reads(tmp_path / "canvas.csv")
     assert (
         header[5:7] == ["01_embedding (90101)", "02_positional_encoding"] and "03_attention (90103)" in header
@@ -221,15 +234,14 @@ def test_the_sample_course_end_to_end(tmp_path):
     assert people["1004"]["03_attention (90103)"] == "10"
     assert "not in the roster" in found["fay", "03_attention"]
     assert "no graded submission" in found["gus", "-"]
-    moodle = lms.export(
-        workspace, scores, SAMPLE_COURSE / "roster.csv", tmp_path / "moodle.csv", "moodle-email"
-    )
+    moodle = _export(workspace, scores, SAMPLE_COURSE / "roster.csv", tmp_path / "moodle.csv", "moodle-email")
     assert {p.student for p in moodle} >= {"dev", "fay", "gus"}
     with pytest.raises(ValueError, match="expected canvas, moodle-email or moodle-id_number"):
-        lms.export(workspace, scores, SAMPLE_COURSE / "roster.csv", tmp_path / "x.csv", "blackboard")
+        _export(workspace, scores, SAMPLE_COURSE / "roster.csv", tmp_path / "x.csv", "blackboard")
 
 
-def test_the_terminal_table_shows_the_exports_figures_after_late_work(tmp_path, monkeypatch):
+def _sample_pipeline(tmp_path: Path, monkeypatch) -> Pipeline:
+    """A workspace of the sample course's hand-in times, every submission at full marks."""
     workspace = tmp_path / "workspace"
     shutil.copytree(SAMPLE_COURSE / "timestamps", workspace / "submitted")
     for name in ("course.toml", "extensions.csv"):
@@ -237,12 +249,48 @@ def test_the_terminal_table_shows_the_exports_figures_after_late_work(tmp_path, 
     pipeline = Pipeline(workspace, sandbox=None, log=lambda *_: None)
     scores = {(folder.parent.name, folder.name): (10.0, 10.0) for folder in pipeline.submitted.glob("*/*")}
     monkeypatch.setattr(pipeline, "scores", lambda: scores)
-    pipeline.export_lms("canvas", SAMPLE_COURSE / "roster.csv", tmp_path / "canvas.csv")
+    return pipeline
+
+
+def test_the_terminal_table_shows_the_exports_figures_after_late_work(tmp_path, monkeypatch):
+    pipeline = _sample_pipeline(tmp_path, monkeypatch)
+    grades.export_lms(pipeline, "canvas", SAMPLE_COURSE / "roster.csv", tmp_path / "canvas.csv")
     ben = canvas_reads(tmp_path / "canvas.csv")[2]["1002"]
-    row = next(line.split() for line in pipeline.table().splitlines() if line.startswith("ben "))
+    row = next(line.split() for line in grades.table(pipeline).splitlines() if line.startswith("ben "))
     assert (ben["02_positional_encoding"], row[2]) == ("9", "9/10")  # one second late, in both
     assert (ben["04_masking"], row[4]) == ("8", "8/10")
-    assert "scores after late penalties" in pipeline.table()
+    assert "scores after late penalties" in grades.table(pipeline)
+
+
+def test_grades_csv_the_table_and_canvas_give_one_set_of_grades(tmp_path, monkeypatch):
+    """Late work is applied in one place (grades.of): every after_late of grades.csv is the
+    table's and Canvas's figure, and grades.csv alone already reports lateness known from a
+    file's time only (only the LMS export did, when each applied late work itself)."""
+    pipeline = _sample_pipeline(tmp_path, monkeypatch)
+    grades.export(pipeline, tmp_path / "grades.csv")
+    said = {(p.student, p.lesson): p.what for p in pipeline.problems}
+    assert said["dev", "03_attention"] == (
+        "late by the notebook's file time only, not deducted: check when it was handed in"
+    )
+    with (tmp_path / "grades.csv").open(newline="", encoding="utf-8") as handle:
+        rows = [row for row in csv.DictReader(handle) if row["lesson"] != "TOTAL"]
+    roster = SAMPLE_COURSE / "roster.csv"
+    grades.export_lms(pipeline, "canvas", roster, tmp_path / "canvas.csv")
+    header, _, canvas = canvas_reads(tmp_path / "canvas.csv")
+    ids = {person.student: person.canvas_id for person in lms.read_roster(roster).people}
+    lines = grades.table(pipeline).splitlines()
+    columns = lines[0].split()
+    table = {line.split()[0]: line.split() for line in lines[1:-1]}
+    compared = 0
+    for row in rows:
+        cell = table[row["student"]][columns.index(row["lesson"].split("_", 1)[0])]
+        assert cell == f"{row['after_late']}/{row['max_score']}"
+        if row["student"] in ids:
+            [column] = [name for name in header if name.startswith(row["lesson"])]
+            assert canvas[ids[row["student"]]][column] == row["after_late"]
+            compared += 1
+    assert len(rows) == 37 and compared == 36  # fay is not in the roster
+    assert {row["after_late"] for row in rows} == {"10", "9", "8", "5"}
 
 
 # Canvas's gradebook export, as Grades > Export writes it: the points-possible row, a row with
@@ -275,7 +323,7 @@ def test_a_canvas_export_as_roster_round_trips_into_canvas(tmp_path):
     roster = lms.read_roster(roster_file(tmp_path, CANVAS_EXPORT))
     due = {"03_attention": DUE}
     scores = {("1001", "03_attention"): (7.0, 10.0), ("1002", "03_attention"): (10.0, 10.0)}
-    exported = lms.apply_late(scores, {key: Handed(DUE, "LMS file name") for key in scores}, _policy(due))
+    exported = grades.apply_late(scores, {key: Handed(DUE, "LMS file name") for key in scores}, _policy(due))
     lms.canvas_csv(tmp_path / "canvas.csv", roster, exported, {"03_attention": 90103})
     header, points, people = canvas_reads(tmp_path / "canvas.csv")
     assert header[5:] == ["03_attention (90103)"] and points[5:] == ["10"]
@@ -310,7 +358,7 @@ def test_one_lesson_leaves_alone_with_only_the_rows_it_grades(tmp_path, roster, 
     workspace, scores = _one_lesson_workspace(tmp_path)
     out = tmp_path / "one.csv"
     failed = {("gus", "03_attention"): "the kernel did not start"}
-    problems = lms.export(workspace, scores, _roster_path(tmp_path), out, kind, failed, "03_attention")
+    problems = _export(workspace, scores, _roster_path(tmp_path), out, kind, failed, "03_attention")
     with out.open(newline="", encoding="utf-8") as handle:
         header, *rows = list(csv.reader(handle))
     if kind == "canvas":
@@ -345,9 +393,9 @@ def test_one_lesson_that_is_no_lesson_or_was_not_graded_says_what_was_expected(t
     workspace, scores = _one_lesson_workspace(tmp_path)
     out, roster = tmp_path / "x.csv", _roster_path(tmp_path)
     with pytest.raises(ValueError, match="'3_attention' is no lesson; expected one of 01_embedding"):
-        lms.export(workspace, scores, roster, out, "canvas", lesson="3_attention")
+        _export(workspace, scores, roster, out, "canvas", lesson="3_attention")
     with pytest.raises(ValueError, match="no graded submission of 06_layer_norm.*01_embedding, 03_attention"):
-        lms.export(workspace, scores, roster, out, "canvas", lesson="06_layer_norm")
+        _export(workspace, scores, roster, out, "canvas", lesson="06_layer_norm")
     assert not out.exists()
 
 
@@ -367,9 +415,9 @@ def test_a_downloads_entry_time_is_stated_and_never_deducted(monkeypatch):
     policy = _policy({"01_embedding": DUE})
     downloaded = Handed(DUE + timedelta(hours=20), "zip entry time")
     assert (
-        lms.apply_late({("ada", "01_embedding"): (6.0, 6.0)}, {("ada", "01_embedding"): downloaded}, policy)[
-            "ada", "01_embedding"
-        ].score
+        grades.apply_late(
+            {("ada", "01_embedding"): (6.0, 6.0)}, {("ada", "01_embedding"): downloaded}, policy
+        )["ada", "01_embedding"].score
         == 6
     )
     said = late.assess(policy, "ada", "01_embedding", downloaded, 6)

@@ -14,6 +14,7 @@ from autograder.engine import intake_time, verdicts
 from autograder.engine.nbgrader_patches import PATCHED, apply_course_patches
 from autograder.engine.pipeline import Pipeline
 from autograder.engine.regrade import regrade
+from autograder.instructor import grades
 
 SAMPLES = Path(__file__).resolve().parent.parent / "autograder" / "sample_submissions"
 LESSON = "03_attention"
@@ -50,7 +51,7 @@ def test_a_resubmission_regrades_its_student_only_and_records_the_change(graded)
     fixed = root / "resubmitted"
     (fixed / "ben" / LESSON).mkdir(parents=True)
     shutil.copy(SAMPLES / "ada" / LESSON / NOTEBOOK, fixed / "ben" / LESSON / NOTEBOOK)
-    changes = regrade(pipeline, "ben", LESSON, folder=fixed)
+    changes = regrade(pipeline, "ben", LESSON, folder=fixed, feedback=grades.feedback)
 
     assert [(c.student, c.lesson, c.after) for c in changes] == [("ben", LESSON, ada_before[0])]
     assert changes[0].before is not None and changes[0].before < changes[0].after
@@ -74,7 +75,7 @@ def test_a_corrupt_resubmission_leaves_the_former_submission_in_place(graded):
     broken = root / "broken"
     (broken / "ben" / LESSON).mkdir(parents=True)
     (broken / "ben" / LESSON / NOTEBOOK).write_text("{ not a notebook")
-    regrade(pipeline, "ben", LESSON, folder=broken)
+    regrade(pipeline, "ben", LESSON, folder=broken, feedback=grades.feedback)
     assert (pipeline.submitted / "ben" / LESSON / NOTEBOOK).read_bytes() == before
     assert any("not a valid notebook" in p.what for p in pipeline.problems if p.student == "ben")
 
@@ -82,16 +83,16 @@ def test_a_corrupt_resubmission_leaves_the_former_submission_in_place(graded):
 def test_a_regrade_without_a_source_regrades_what_was_taken_in(graded):
     pipeline, _ = graded
     score = _gradebook(pipeline, "ada")[0]
-    changes = regrade(pipeline, "ada", LESSON)
+    changes = regrade(pipeline, "ada", LESSON, feedback=grades.feedback)
     assert [(c.before, c.after, c.cells) for c in changes] == [(score, score, {})]
 
 
 def test_a_student_with_nothing_to_regrade_is_told_so(graded):
     pipeline, root = graded
     with pytest.raises(ValueError, match="no notebooks of 'zed'"):
-        regrade(pipeline, "zed", LESSON, folder=root / "inbox")
+        regrade(pipeline, "zed", LESSON, folder=root / "inbox", feedback=grades.feedback)
     with pytest.raises(ValueError, match="nothing of 'zed' to regrade"):
-        regrade(pipeline, "zed")
+        regrade(pipeline, "zed", feedback=grades.feedback)
 
 
 def test_a_regrade_from_an_lms_zip_takes_that_students_attempt_only(graded):
@@ -104,7 +105,7 @@ def test_a_regrade_from_an_lms_zip_takes_that_students_attempt_only(graded):
             attempt = f"{LESSON}_{user}_attempt_2026-11-20-10-00-00"
             bundle.writestr(f"{attempt}.txt", f"Name: {user.title()} ({user})\n")
             bundle.writestr(f"{attempt}_{NOTEBOOK}", fixed if user == "ben" else "{ not a notebook")
-    changes = regrade(pipeline, "ben", LESSON, archive=archive)
+    changes = regrade(pipeline, "ben", LESSON, archive=archive, feedback=grades.feedback)
     assert [(c.student, c.source) for c in changes] == [("ben", str(archive))]
     assert (pipeline.submitted / "ben" / LESSON / NOTEBOOK).read_bytes() == fixed
     assert verdicts.path(pipeline.workspace, LESSON, "ada").read_bytes() == ada_verdict
@@ -119,7 +120,7 @@ def test_a_regrade_from_a_folder_keeps_the_recorded_hand_in_time(graded):
     copy = root / "copied"
     shutil.copytree(SAMPLES / "ben" / LESSON, copy / "ben" / LESSON)  # file times: now, the copy's
     known = len(pipeline.problems)
-    regrade(pipeline, "ben", LESSON, folder=copy)
+    regrade(pipeline, "ben", LESSON, folder=copy, feedback=grades.feedback)
     assert intake_time.read(folder) == recorded
     assert not [p for p in pipeline.problems[known:] if "hand-in time changed" in p.what]
 
@@ -132,7 +133,7 @@ def test_a_regrade_from_an_lms_zip_takes_its_time_and_says_so(graded):
     with zipfile.ZipFile(archive, "w") as bundle:
         attempt = f"{LESSON}_ben_attempt_2026-11-22-09-30-00"
         bundle.writestr(f"{attempt}_{NOTEBOOK}", (SAMPLES / "ben" / LESSON / NOTEBOOK).read_bytes())
-    regrade(pipeline, "ben", LESSON, archive=archive)
+    regrade(pipeline, "ben", LESSON, archive=archive, feedback=grades.feedback)
     handed = intake_time.read(folder)
     assert (handed.source, handed.at.day, handed.at.hour) == ("LMS file name", 22, 9)
     said = [p.what for p in pipeline.problems if p.student == "ben" and "hand-in time changed" in p.what]
@@ -141,13 +142,13 @@ def test_a_regrade_from_an_lms_zip_takes_its_time_and_says_so(graded):
 
 def test_a_regrade_rewrites_that_students_feedback_pages_only(graded):
     pipeline, root = graded
-    pipeline.feedback()
+    grades.feedback(pipeline)
     pages = {
         student: next((pipeline.workspace / "feedback" / student / LESSON).glob("*.html"))
         for student in ("ada", "ben")
     }
     before = {student: page.stat().st_mtime_ns for student, page in pages.items()}
-    regrade(pipeline, "ben", LESSON)
+    regrade(pipeline, "ben", LESSON, feedback=grades.feedback)
     assert pages["ada"].stat().st_mtime_ns == before["ada"]
     assert pages["ben"].stat().st_mtime_ns > before["ben"]
 
@@ -158,7 +159,7 @@ def test_a_broken_zip_is_a_one_line_error_and_keeps_the_submission(graded, capsy
     broken = root / "broken.zip"
     broken.write_bytes(b"PK\x03\x04 not really a zip")
     with pytest.raises(ValueError, match="not a zip file; expected the LMS's download"):
-        regrade(pipeline, "ben", LESSON, archive=broken)
+        regrade(pipeline, "ben", LESSON, archive=broken, feedback=grades.feedback)
     assert (pipeline.submitted / "ben" / LESSON / NOTEBOOK).read_bytes() == before
     workspace = ["--workspace", str(pipeline.workspace)]
     assert main([*workspace, "regrade", "ben", "--lesson", LESSON, "--zip", str(broken)]) == 2
@@ -177,5 +178,5 @@ def test_a_regrade_after_the_formgraders_button_starts_from_the_buttons_score(gr
     assert NbGraderAPI(config=pipeline.setup.config()).autograde(LESSON, "dee")["success"]
     button = _gradebook(pipeline, "dee")[0]
     assert button < _gradebook(pipeline, "ada")[0]  # ben's mistake, handed in by dee
-    (change,) = regrade(pipeline, "dee", LESSON)
+    (change,) = regrade(pipeline, "dee", LESSON, feedback=grades.feedback)
     assert (change.before, change.after, change.cells) == (button, button, {})

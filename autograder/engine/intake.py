@@ -53,10 +53,10 @@ import nbformat
 
 from autograder import lessons
 from autograder.engine import intake_time
+from autograder.engine import workspace as layout
 from autograder.engine.submission import Problem
+from autograder.engine.workspace import STUDENT_ID, STUDENT_ID_RULE, Key
 
-# A student id becomes a folder name: a plain name, never "..", never a path.
-STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]*")
 # A lesson's notebook with its outputs is about 1 MiB; far larger is an upload gone wrong.
 MAX_NOTEBOOK_BYTES = 50 * 2**20
 # A Blackboard attempt record is a few lines of text (and the learner's comments).
@@ -189,10 +189,6 @@ class Intake:
     zone: ZoneInfo
     problems: list[Problem] = field(default_factory=list)
 
-    @property
-    def submitted(self) -> Path:
-        return self.workspace / "submitted"
-
     def collect_folder(self, folder: Path) -> None:
         """Take in ``folder/<student>/<lesson>/*.ipynb``; corrupt notebooks are reported and left out."""
         for notebook in sorted(folder.glob("*/*/*.ipynb")):
@@ -216,7 +212,7 @@ class Intake:
                 member = bundle.getinfo(entry.name)
                 if not self._acceptable(student, lesson, entry.name, member.file_size):
                     continue
-                target = self.workspace / "unzipped" / student / lesson / expected
+                target = self.workspace / layout.UNZIPPED / student / lesson / expected
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(bundle.read(member))
                 handed = intake_time.from_zip(member, entry.attempt_time, self.zone)
@@ -259,7 +255,7 @@ class Intake:
     def _acceptable(self, student: str, lesson: str, name: str, size: int) -> bool:
         """A student id that is a plain name, and a notebook of a sane size; else a problem."""
         if not STUDENT_ID.fullmatch(student):
-            what = f"{name}: {student!r} is not a student id (letters, digits, '.', '_', '-'); not graded"
+            what = f"{name}: {student!r} is not a student id ({STUDENT_ID_RULE}); not graded"
             self.problems.append(Problem("?", lesson, what))
             return False
         if size > MAX_NOTEBOOK_BYTES:
@@ -289,7 +285,7 @@ class Intake:
         if reason is not None:
             self.problems.append(Problem(student, lesson, reason))
             return
-        target = self.submitted / student / lesson / notebook.name
+        target = layout.submission(self.workspace, Key(student, lesson)) / notebook.name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(notebook, target, follow_symlinks=False)
         if handed is None:

@@ -14,6 +14,7 @@ from nbgrader.converters import Autograde, GenerateAssignment
 from nbgrader.preprocessors import Execute, OverwriteCells
 from traitlets.config import Config
 
+from autograder.engine import workspace as layout
 from autograder.engine.cpp_cache import shared_cache
 from autograder.engine.execute import CourseExecute
 from autograder.engine.feedback_page import offline_feedback
@@ -123,12 +124,12 @@ def course_config(
     c.CourseDirectory.course_id = COURSE_ID
     c.CourseDirectory.root = str(workspace)
     c.CourseDirectory.source_directory = str(source)
-    c.CourseDirectory.release_directory = str(release or workspace / "release")
-    c.CourseDirectory.db_url = db_url or f"sqlite:///{workspace / 'gradebook.db'}"
+    c.CourseDirectory.release_directory = str(release or layout.release(workspace))
+    c.CourseDirectory.db_url = layout.gradebook_url(workspace, db_url)
     # No learner fetches from an exchange here (submissions come from an LMS or a folder), but the
     # Formgrader's release buttons need one that exists: the workspace's own.
-    c.Exchange.root = str(workspace / "exchange")
-    c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.png"]
+    c.Exchange.root = str(workspace / layout.EXCHANGE)
+    c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", layout.FEEDBACK, "*.png"]
     c.Execute.timeout = cell_timeout_s
     c.Execute.kernel_name = "python3"
     c.merge(local_sockets())

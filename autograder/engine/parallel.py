@@ -21,6 +21,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from autograder.engine import verdicts
 from autograder.engine.submission import Graded, Problem, Setup
+from autograder.engine.workspace import Key
 
 # One submission at a time per process (a process has one zygote, autograder/engine/kernels/zygote.py), even
 # on a Dask worker that runs several tasks at once in threads: start those with --nthreads 1.
@@ -50,7 +51,7 @@ def _lost(setup: Setup, lesson: str, student: str, how: str) -> Graded:
     return lost
 
 
-def on_processes(setup: Setup, pairs: list[tuple[str, str]], jobs: int) -> Iterator[Graded]:
+def on_processes(setup: Setup, pairs: list[Key], jobs: int) -> Iterator[Graded]:
     """Grade ``pairs`` in ``jobs`` worker processes; yields each as it is done. A pool whose
     process died (the kernel's limits contain a submission, but not the grader itself) is
     replaced once, and what it had not finished is graded again."""
@@ -64,7 +65,7 @@ def on_processes(setup: Setup, pairs: list[tuple[str, str]], jobs: int) -> Itera
             initializer=_start_worker,
             initargs=(threads,),
         ) as pool:
-            futures = {pool.submit(grade_task, setup, *pair): pair for pair in remaining}
+            futures = {pool.submit(grade_task, setup, key.lesson, key.student): key for key in remaining}
             for future in as_completed(futures):
                 try:
                     yield future.result()
@@ -73,10 +74,10 @@ def on_processes(setup: Setup, pairs: list[tuple[str, str]], jobs: int) -> Itera
         remaining = lost
         if not remaining:
             return
-    yield from (_lost(setup, *pair, "its grading process died, twice") for pair in remaining)
+    yield from (_lost(setup, key.lesson, key.student, "its grading process died, twice") for key in remaining)
 
 
-def on_dask(setup: Setup, pairs: list[tuple[str, str]], scheduler: str) -> Iterator[Graded]:
+def on_dask(setup: Setup, pairs: list[Key], scheduler: str) -> Iterator[Graded]:
     """Grade ``pairs`` on the Dask cluster at ``scheduler`` (e.g. ``tcp://10.0.0.5:8786``).
 
     Every worker must see the repository and the workspace at the same paths as this machine
@@ -95,7 +96,7 @@ def on_dask(setup: Setup, pairs: list[tuple[str, str]], scheduler: str) -> Itera
                 lesson,
                 student,
             )
-            for lesson, student in pairs
+            for student, lesson in pairs
         }
         for future in as_completed(futures):
             try:

@@ -1,14 +1,15 @@
-"""The instructor's pipeline on top of nbgrader: release, collect, autograde, feedback, export.
+"""The instructor's pipeline on top of nbgrader: release, collect, autograde, feedback pages.
 
-Each step is a method of ``Pipeline``, which holds one grading workspace (gradebook,
-submitted/, autograded/, feedback/), outside the repository's tracked tree. Nothing
+Each step is a method of ``Pipeline``, which holds one grading workspace (its layout:
+autograder/engine/workspace.py), outside the repository's tracked tree. The grades after late
+work, their exports and the feedback's late notices are above the engine, in
+autograder/instructor/grades.py. Nothing
 here re-implements grading: the steps call nbgrader's API with the course's
 configuration (autograder/engine/nbgrader_config.py) and add what 200 real submissions need:
 a corrupt notebook is reported and skipped without touching the student's other
 lessons, a failed grading run is reported with its reason, and progress is printed.
 """
 
-import csv
 import logging
 import os
 import time
@@ -20,14 +21,15 @@ from nbformat.warnings import MissingIDFieldWarning
 from nbgrader.api import Gradebook, MissingEntry
 
 from autograder import lessons
-from autograder.engine import csv_files, feedback_page, intake, intake_time, parallel, verdicts
+from autograder.engine import intake, intake_time, parallel, verdicts
+from autograder.engine import workspace as layout
 from autograder.engine.kernels.sandbox import Limits
 from autograder.engine.kernels.sandbox import problem as sandbox_problem
 from autograder.engine.nbgrader_config import CELL_TIMEOUT_S
 from autograder.engine.nbgrader_steps import CourseAPI
-from autograder.engine.plain_text import one_line, report_line
+from autograder.engine.plain_text import one_line
 from autograder.engine.submission import Graded, Problem, Setup
-from autograder.instructor import late, lms
+from autograder.engine.workspace import Key
 
 warnings.filterwarnings("ignore", category=MissingIDFieldWarning)  # older notebooks: no effect on grades
 
@@ -64,12 +66,6 @@ def _write_config_file(path: Path, text: str) -> None:
     partial.replace(path)
 
 
-def sqlite_url(workspace: Path) -> str:
-    """The workspace's own gradebook. Parallel graders wait up to a minute for each other's
-    short writes, instead of failing at once on a locked database (SQLite's default is 5 s)."""
-    return f"sqlite:///{workspace / 'gradebook.db'}?timeout=60"
-
-
 def _duration(seconds: float) -> str:
     """'42 s', '3 min 5 s', '2 h 10 min': an ETA a person reads at a glance."""
     seconds = round(seconds)
@@ -78,23 +74,6 @@ def _duration(seconds: float) -> str:
     if seconds < 3600:
         return f"{seconds // 60} min {seconds % 60} s"
     return f"{seconds // 3600} h {seconds % 3600 // 60} min"
-
-
-# Characters a roster name (which learners set themselves in the LMS) never needs, and which
-# nbgrader's Formgrader would read as markup: its submission page writes the gradebook's names
-# into HTML unescaped (formgrade_macros.html.j2).
-MARKUP = str.maketrans("", "", "<>&")  # the page writes names as text, never into an attribute
-
-
-def _first_last(name: str) -> tuple[str, str]:
-    """A roster's display name as (first, last), on one line and without < > &:
-    "Çetin, Ada" and "Ada Çetin" are ("Ada", "Çetin")."""
-    name = report_line(name).translate(MARKUP)
-    if "," in name:
-        last, first = name.split(",", 1)
-        return first.strip(), last.strip()
-    first, _, last = name.strip().rpartition(" ")
-    return (first, last) if first else (last, "")
 
 
 class SandboxUnavailable(RuntimeError):
@@ -135,14 +114,14 @@ class Pipeline:
         os.environ.setdefault("COURSE_DEVICE", "cpu")
         self.workspace = workspace.resolve()
         self.workspace.mkdir(parents=True, exist_ok=True)
-        (self.workspace / "exchange").mkdir(exist_ok=True)  # the Formgrader's (nbgrader_config.py)
+        (self.workspace / layout.EXCHANGE).mkdir(exist_ok=True)  # the Formgrader's (nbgrader_config.py)
         self.setup = Setup(
             self.workspace,
-            Path(release or self.workspace / "release").resolve(),
+            Path(release or layout.release(self.workspace)).resolve(),
             cell_timeout_s,
             sandbox,
             run_everything,
-            db_url or sqlite_url(self.workspace),
+            layout.gradebook_url(self.workspace, db_url),
             warm,
         )
         self.api = CourseAPI(config=self.setup.config())  # its feedback follows no link
@@ -161,7 +140,7 @@ class Pipeline:
 
     @property
     def submitted(self) -> Path:
-        return self.workspace / "submitted"
+        return layout.submitted(self.workspace)
 
     def _check(self, result: dict, step: str) -> bool:
         if not result["success"]:
@@ -177,7 +156,7 @@ class Pipeline:
 
     def _intake(self) -> intake.Intake:
         """The intake of this workspace, adding to this pipeline's problems."""
-        return intake.Intake(self.workspace, late.load(self.workspace).zone, self.problems)
+        return intake.Intake(self.workspace, layout.course_zone(self.workspace), self.problems)
 
     def collect_folder(self, folder: Path) -> None:
         """Take in ``folder/<student>/<lesson>/*.ipynb`` (autograder/engine/intake.py)."""
@@ -196,25 +175,19 @@ class Pipeline:
 
     def save_problems(self) -> Path:
         """problems.csv in the workspace: what could not be graded as handed in, and why."""
-        path = self.workspace / "problems.csv"
-        known: set[tuple[str, ...]] = set()  # earlier runs' rows, as csv_files writes them
-        if path.exists():
-            with path.open(newline="", encoding="utf-8") as handle:
-                known = {tuple(map(csv_files.cell, row)) for row in list(csv.reader(handle))[1:]}
-        found = {tuple(map(csv_files.cell, (p.student, p.lesson, p.what))) for p in self.problems}
-        return csv_files.write(path, [("student", "lesson", "problem"), *sorted(known | found)])
+        return layout.save_problems(self.workspace, [(p.student, p.lesson, p.what) for p in self.problems])
 
-    def submissions(self) -> list[tuple[str, str]]:
-        """(lesson, student) pairs taken in, in course order."""
-        pairs = [(p.name, p.parent.name) for p in self.submitted.glob("*/*") if p.is_dir()]
-        return sorted(pairs, key=lambda pair: (lessons.LESSON_NAMES.index(pair[0]), pair[1]))
+    def submissions(self) -> list[Key]:
+        """(student, lesson) of every submission taken in, in course order (lesson, then student)."""
+        keys = [Key(p.parent.name, p.name) for p in self.submitted.glob("*/*") if p.is_dir()]
+        return sorted(keys, key=lambda key: (lessons.LESSON_NAMES.index(key.lesson), key.student))
 
-    def _deleted_test_cells(self, lesson: str, student: str) -> list[str]:
-        source = nbformat.read(lessons.source_path(lesson), as_version=4)
+    def _deleted_test_cells(self, key: Key) -> list[str]:
+        source = nbformat.read(lessons.source_path(key.lesson), as_version=4)
         wanted = [
             c.metadata.nbgrader["grade_id"] for c in source.cells if c.metadata["nbgrader"].get("grade")
         ]
-        folder = self.submitted / student / lesson
+        folder = layout.submission(self.workspace, key)
         present = {
             c.metadata.get("nbgrader", {}).get("grade_id")
             for path in folder.glob("*.ipynb")
@@ -228,9 +201,9 @@ class Pipeline:
             return {assignment.name for assignment in gb.assignments}
 
     def autograde(
-        self, jobs: int = 1, scheduler: str | None = None, pairs: list[tuple[str, str]] | None = None
+        self, jobs: int = 1, scheduler: str | None = None, pairs: list[Key] | None = None
     ) -> list[Graded]:
-        """Grade every submission taken in (or only the (lesson, student) ``pairs``); one that
+        """Grade every submission taken in (or only the (student, lesson) ``pairs``); one that
         fails costs only itself.
 
         ``jobs`` worker processes grade at once on this machine (autograder/engine/parallel.py); with
@@ -238,14 +211,14 @@ class Pipeline:
         """
         pairs = self._gradable(self.submissions() if pairs is None else pairs)
         with self.gradebook() as gb:  # made here, once, not by workers racing to create them
-            for student in sorted({student for _, student in pairs}):
+            for student in sorted({key.student for key in pairs}):
                 gb.update_or_create_student(student)
         if scheduler:
             graded = parallel.on_dask(self.setup, pairs, scheduler)
         elif jobs > 1:
             graded = parallel.on_processes(self.setup, pairs, jobs)
         else:
-            graded = (verdicts.grade(self.setup, lesson, student) for lesson, student in pairs)
+            graded = (verdicts.grade(self.setup, key.lesson, key.student) for key in pairs)
         start = time.perf_counter()
         done = []
         for index, outcome in enumerate(graded, 1):
@@ -257,166 +230,54 @@ class Pipeline:
             self.log(f"[{index}/{len(pairs)}] autograde {where}: {seconds}; about {_duration(left)} to go")
         return done
 
-    def _gradable(self, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
-        """The (lesson, student) pairs that can be graded here; a problem for each that cannot,
+    def _gradable(self, pairs: list[Key]) -> list[Key]:
+        """The (student, lesson) pairs that can be graded here; a problem for each that cannot,
         and for what grading will restore or flag."""
         released = self.released()
         gradable = []
-        for lesson, student in pairs:
-            if lesson not in released:
-                hint = f"not released in this workspace: run `python -m autograder release {lesson}` first"
-                self.problems.append(Problem(student, lesson, hint))
+        for key in (Key(*pair) for pair in pairs):
+            if key.lesson not in released:
+                run = f"python -m autograder release {key.lesson}"
+                self.problems.append(Problem(*key, f"not released in this workspace: run `{run}` first"))
                 continue
-            deleted = self._deleted_test_cells(lesson, student)
+            deleted = self._deleted_test_cells(key)
             if deleted:
                 restored = ", ".join(deleted)
-                self.problems.append(
-                    Problem(student, lesson, f"deleted test cells restored and graded: {restored}")
-                )
-            gradable.append((lesson, student))
+                self.problems.append(Problem(*key, f"deleted test cells restored and graded: {restored}"))
+            gradable.append(key)
         return gradable
 
     def grade(self, lesson: str, student: str) -> Graded:
         """Autograde one submission (autograder/engine/submission.py), record its verdict and return it."""
         return verdicts.grade(self.setup, lesson, student)
 
-    def feedback(self, only: set[tuple[str, str]] | None = None) -> list[Path]:
-        """HTML feedback for every graded submission (or only the (lesson, student) pairs
-        ``only``), with its late-work statement (autograder/instructor/late.py); returns the
-        files of the feedback folder."""
-        policy = late.load(self.workspace)
-        scores = self.scores()
-        handed, problems = late.handed_times(self.submitted, list(scores), policy.zone)
-        self.problems += problems
-        for lesson, student in self.submissions():
-            if only is not None and (lesson, student) not in only:
-                continue
-            self._check(self.api.generate_feedback(lesson, student, force=True), "feedback")
-            if (student, lesson) not in scores:
-                continue
-            said = late.statement(
-                policy, student, lesson, handed[student, lesson], scores[student, lesson][0]
-            )
-            if said:
-                for page in (self.workspace / "feedback" / student / lesson).glob("*.html"):
-                    feedback_page.add_notice(page, said)
-        return sorted((self.workspace / "feedback").glob("*/*/*.html"))
+    def feedback(self, only: set[Key] | None = None) -> list[Path]:
+        """nbgrader's HTML feedback for every submission taken in (or only the (student, lesson)
+        pairs ``only``); returns the files of the feedback folder. The late-work notices are
+        added above the engine (autograder/instructor/grades.py)."""
+        for key in self.submissions():
+            if only is None or key in only:
+                self._check(self.api.generate_feedback(key.lesson, key.student, force=True), "feedback")
+        return sorted(layout.feedback(self.workspace).glob("*/*/*.html"))
 
-    def scores(self) -> dict[tuple[str, str], tuple[float, float]]:
+    def scores(self) -> dict[Key, tuple[float, float]]:
         """(student, lesson) -> (score, max_score) for every graded submission."""
         found = {}
         with self.gradebook() as gb:
-            for lesson, student in self.submissions():
+            for key in self.submissions():
                 try:
-                    submission = gb.find_submission(lesson, student)
+                    submission = gb.find_submission(key.lesson, key.student)
                 except MissingEntry:
                     continue
-                found[(student, lesson)] = (submission.score, submission.max_score)
+                found[key] = (submission.score, submission.max_score)
         return found
 
-    def failures(self) -> dict[tuple[str, str], str]:
+    def failures(self) -> dict[Key, str]:
         """(student, lesson) -> why its last grading did not finish, as its verdict recorded it:
         whatever the gradebook holds for it is no score."""
         found = {}
-        for lesson, student in self.submissions():
-            file = verdicts.path(self.workspace, lesson, student)
+        for key in self.submissions():
+            file = verdicts.path(self.workspace, key.lesson, key.student)
             if file.is_file() and (failure := verdicts.read(file).failure) is not None:
-                found[student, lesson] = failure
+                found[key] = failure
         return found
-
-    def export(self, path: Path) -> Path:
-        """grades.csv: one row per student and lesson (its score, when it was handed in and by
-        which witness, days late, the score after the late penalty of course.toml, and its
-        status), then one total row per student. A grading that did not finish has empty score
-        cells and says why in its status; its student's total says it is incomplete."""
-        failed = self.failures()
-        scores = {key: value for key, value in self.scores().items() if key not in failed}
-        policy = late.load(self.workspace)
-        handed, problems = late.handed_times(self.submitted, sorted({*scores, *failed}), policy.zone)
-        self.problems += [problem for problem in problems if problem not in self.problems]
-        rows: list[list[csv_files.Cell]] = [
-            ["student", "lesson", "score", "max_score", "handed_in", "days_late", "after_late", "status"]
-        ]
-        kept: dict[str, float] = {}
-        for student, lesson in sorted({*scores, *failed}):
-            when = handed[student, lesson]
-            shown = (
-                f"{when.at.astimezone(policy.zone).isoformat(timespec='seconds')} ({when.source})"
-                if when
-                else ""
-            )
-            kept.setdefault(student, 0.0)
-            if (student, lesson) in failed:
-                status = f"not graded: {failed[student, lesson]}"
-                rows.append([student, lesson, None, None, shown, None, None, status])
-                continue
-            score, most = scores[student, lesson]
-            lateness = late.assess(policy, student, lesson, when, score)
-            kept[student] += lateness.score
-            row = [student, lesson, float(score), float(most), shown, lateness.days, lateness.score, "graded"]
-            rows.append(row)
-        for student in sorted(kept):
-            mine = [value for (who, _), value in scores.items() if who == student]
-            total, most = sum(s for s, _ in mine), sum(m for _, m in mine)
-            missing = sum(1 for who, _ in failed if who == student)
-            status = f"incomplete: {missing} not graded" if missing else "graded"
-            rows.append([student, "TOTAL", total, most, "", "", kept[student], status])
-        return csv_files.write(path, rows)
-
-    def export_lms(self, kind: str, roster: Path, path: Path, lesson: str | None = None) -> Path:
-        """Canvas's or Moodle's grade import (autograder/instructor/lms.py), late penalties applied,
-        without the gradings that did not finish (with ``lesson``, that lesson's graded rows only);
-        the roster report, the gradings left out and unreadable hand-in times go into the problems."""
-        found = lms.export(self.workspace, self.scores(), roster, path, kind, self.failures(), lesson)
-        self.name_students(roster)
-        self.problems += [problem for problem in found if problem not in self.problems]  # once per run
-        return path
-
-    def name_students(self, roster: Path) -> None:
-        """Give the gradebook's students the roster's names, so that the Formgrader shows them:
-        "Last, First" is split at its comma, "First Last" at its last space."""
-        with self.gradebook() as gb:
-            known = {student.id for student in gb.students}
-            for person in lms.read_roster(roster).people:
-                if person.student in known and person.name:
-                    first, last = _first_last(person.name)
-                    gb.update_or_create_student(person.student, first_name=first, last_name=last)
-
-    def after_late(self) -> dict[tuple[str, str], tuple[float, float]]:
-        """(student, lesson) -> (score after the late penalty, max_score) for every graded
-        submission whose grading finished: the figures grades.csv and the LMS exports give."""
-        failed = self.failures()
-        scores = {key: value for key, value in self.scores().items() if key not in failed}
-        policy = late.load(self.workspace)
-        handed, _ = late.handed_times(self.submitted, list(scores), policy.zone)
-        return {
-            key: (late.assess(policy, *key, handed[key], score).score, most)
-            for key, (score, most) in scores.items()
-        }
-
-    def table(self) -> str:
-        """Students x lessons, 'score/max' in each cell after the late penalty (as grades.csv's
-        after_late and the LMS exports), '-' where nothing was graded, 'failed' where grading
-        did not finish."""
-        scores = self.after_late()
-        failed = self.failures()
-        students = sorted({student for student, _ in [*scores, *failed]} | {p.student for p in self.problems})
-        graded = {lesson for _, lesson in [*scores, *failed]}
-        names = [lesson for lesson in lessons.LESSON_NAMES if lesson in graded]
-        header = ["student", *[lesson.split("_", 1)[0] for lesson in names], "total"]
-        rows = [header]
-        for student in students:
-            cells = [scores.get((student, lesson)) for lesson in names]
-            total = sum(c[0] for c in cells if c), sum(c[1] for c in cells if c)
-            shown = [
-                f"{c[0]:g}/{c[1]:g}" if c else "failed" if (student, lesson) in failed else "-"
-                for c, lesson in zip(cells, names, strict=True)
-            ]
-            rows.append([student, *shown, f"{total[0]:g}/{total[1]:g}"])
-        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-        lines = [
-            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-            for row in rows
-        ]
-        legend = "scores after late penalties; lessons: " + ", ".join(names)
-        return "\n".join([*lines, legend])

@@ -12,21 +12,24 @@ submission is moved to ``<workspace>/replaced/<student>/<lesson>/<time>/``.
 The hand-in time recorded at the first intake stays, unless the new source carries the LMS's
 own time (``intake_time.LMS_SOURCES``): a folder's file times are those of the copy, not of the
 hand-in, and would move a late penalty. A changed hand-in time is said in the problems. The
-student's feedback pages of the lessons regraded are written again, where there were pages;
-nobody else's are touched.
+student's feedback pages of the lessons regraded are written again, where there were pages, by
+the caller's ``feedback`` (the command line's writes them with their late-work notices,
+autograder/instructor/grades.py); nobody else's are touched.
 """
 
 import contextlib
 import shutil
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from autograder.engine import csv_files, intake_time, verdicts
+from autograder.engine import workspace as layout
 from autograder.engine.pipeline import Pipeline
 from autograder.engine.submission import Graded, Problem
+from autograder.engine.workspace import Key
 
 LOG = "regrades.csv"
 COLUMNS = ["regraded_at", "student", "lesson", "before", "after", "cells_changed", "source"]
@@ -60,8 +63,9 @@ def _replacing(pipeline: Pipeline, student: str, lesson: str) -> Iterator[None]:
     """Move the student's current submission of ``lesson`` to replaced/ while the block takes the
     new one in; if nothing new was accepted (a corrupt notebook, say: the problems say why), the
     former submission is put back."""
-    current = pipeline.submitted / student / lesson
-    kept = pipeline.workspace / "replaced" / student / lesson / datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    current = layout.submission(pipeline.workspace, Key(student, lesson))
+    moment = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    kept = pipeline.workspace / layout.REPLACED / student / lesson / moment
     if current.is_dir():
         kept.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(current, kept)
@@ -109,12 +113,17 @@ def regrade(
     lesson: str | None = None,
     folder: Path | None = None,
     archive: Path | None = None,
+    *,
+    feedback: Callable[[Pipeline, set[Key]], object],
 ) -> list[Change]:
     """Regrade ``student`` (only ``lesson``, when given), taking the notebooks in again from
-    ``folder`` or ``archive`` when one is given; returns and records what changed."""
+    ``folder`` or ``archive`` when one is given; returns and records what changed. The lessons
+    regraded that had feedback pages get them again from ``feedback(pipeline, keys)``."""
     if folder is not None or archive is not None:
         named = [lesson] if lesson else sorted(p.name for p in (pipeline.submitted / student).glob("*"))
-        recorded = {name: _recorded(pipeline.submitted / student / name) for name in named}
+        recorded = {
+            name: _recorded(layout.submission(pipeline.workspace, Key(student, name))) for name in named
+        }
         lessons = _retake(pipeline, student, lesson, folder, archive)
         for name in lessons:
             _keep_handed(pipeline, student, name, recorded.get(name))
@@ -122,18 +131,17 @@ def regrade(
     else:
         lessons = [lesson] if lesson else sorted(p.name for p in (pipeline.submitted / student).glob("*"))
         source = "submitted/ as it was"
-    present = [name for name in lessons if (pipeline.submitted / student / name).is_dir()]
+    present = [name for name in lessons if layout.submission(pipeline.workspace, Key(student, name)).is_dir()]
     if not present:
         raise ValueError(f"nothing of {student!r} to regrade" + (f" in {lesson}" if lesson else ""))
     before = {name: _points_before(pipeline.workspace, name, student) for name in present}
-    graded = pipeline.autograde(pairs=[(name, student) for name in present])
+    regraded = [Key(student, name) for name in present]
+    graded = pipeline.autograde(pairs=regraded)
     changes = [_change(outcome, *before[outcome.lesson], source) for outcome in graded]
     _record(pipeline.workspace / LOG, changes)
-    pages = {
-        (name, student) for name in present if (pipeline.workspace / "feedback" / student / name).is_dir()
-    }
+    pages = {key for key in regraded if layout.feedback(pipeline.workspace, key).is_dir()}
     if pages:
-        pipeline.feedback(only=pages)
+        feedback(pipeline, pages)
     return changes
 
 
@@ -152,7 +160,7 @@ def _shown(handed: intake_time.Handed) -> str:
 def _keep_handed(pipeline: Pipeline, student: str, lesson: str, recorded: intake_time.Handed | None) -> None:
     """Put the hand-in time ``recorded`` before the retake back beside the submission, unless the
     new one is the LMS's own; say so when the recorded time changes."""
-    folder = pipeline.submitted / student / lesson
+    folder = layout.submission(pipeline.workspace, Key(student, lesson))
     new = _recorded(folder)
     if recorded is None or new is None or new == recorded:
         return

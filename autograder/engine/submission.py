@@ -28,6 +28,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.utils import determine_grade, is_grade
 from traitlets.config import Config
 
+from autograder.engine import workspace as layout
 from autograder.engine.cpp_cache import prebuild, shared_cache
 from autograder.engine.execute import GradingStopped
 from autograder.engine.flags import Flag, flags
@@ -39,6 +40,7 @@ from autograder.engine.nbgrader_config import course_config
 from autograder.engine.nbgrader_steps import CourseAutograde
 from autograder.engine.plain_text import report_line
 from autograder.engine.submission_files import FILES_METADATA
+from autograder.engine.workspace import Key
 
 
 @dataclass(frozen=True)
@@ -162,7 +164,7 @@ def grade(setup: Setup, lesson: str, student: str) -> Graded:
     start = time.perf_counter()
     # the kernels and the judge compute on the CPU: a sandboxed kernel sees no GPU
     os.environ.setdefault("COURSE_DEVICE", "cpu")
-    folder = setup.workspace / "submitted" / student / lesson
+    folder = layout.submission(setup.workspace, Key(student, lesson))
     flagged = [flag for path in sorted(folder.glob("*.ipynb")) for flag in flags(nbformat.read(path, 4))]
     problems = [Problem(student, lesson, f"flagged, cell {flag.cell}: {flag.reason}") for flag in flagged]
 

@@ -58,8 +58,8 @@ from autograder import lessons
 from autograder.checks.core import catalogue_data
 from autograder.engine import csv_files, verdicts
 from autograder.engine.nbgrader_config import COURSE_ID
-from autograder.engine.pipeline import sqlite_url
 from autograder.engine.verdicts import Verdict
+from autograder.engine.workspace import GRADEBOOK, sqlite_url
 from autograder.instructor import insights_page
 from autograder.instructor.insights_data import CellRate, LessonInsights, ManualScore
 
@@ -129,7 +129,7 @@ def _gradebook_url(workspace: Path, db_url: str | None) -> str | None:
     where there is one (None: no gradebook, so no manual scores; none is made)."""
     if db_url is not None:
         return db_url
-    return sqlite_url(workspace) if (workspace / "gradebook.db").is_file() else None
+    return sqlite_url(workspace) if (workspace / GRADEBOOK).is_file() else None
 
 
 def manual_scores(db_url: str, graded: dict[tuple[str, str], Verdict]) -> dict[str, list[ManualScore]]:

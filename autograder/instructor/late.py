@@ -43,27 +43,33 @@ line, what it found and what was expected.
 import csv
 import math
 import re
-import tomllib
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from autograder import lessons
 from autograder.engine import intake_time
-from autograder.engine.intake import STUDENT_ID
 from autograder.engine.intake_time import Handed
 from autograder.engine.submission import Problem
+from autograder.engine.workspace import (
+    COURSE_FILE,
+    EXTENSIONS_FILE,
+    STUDENT_ID,
+    STUDENT_ID_RULE,
+    CourseFileError,
+    Key,
+    read_course_file,
+    submission,
+    time_zone,
+)
 
-COURSE_FILE = "course.toml"
 # A file's modification time may be when the work was collected or copied, not when it was handed
 # in: lateness known only from it is stated, never deducted (no honest student is penalised on it).
 UNPROVEN = (
     "that time may be when your work was collected, so no points are deducted; your instructor will "
     "check when it was handed in."
 )
-EXTENSIONS_FILE = "extensions.csv"
-TABLES = {"timezone", "due", "penalty", "canvas"}
 # A due date written as text: a date and a time, then perhaps seconds and an offset.
 DUE_TEXT = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?")
 DUE_EXPECTED = (
@@ -77,10 +83,6 @@ SOURCE_WORDS = {
     "timestamp.txt": "the timestamp.txt handed in with the work, the learner's own claim",
     "folder time": "the notebook's file time",
 }
-
-
-class CourseFileError(ValueError):
-    """A mistake in course.toml or extensions.csv: the message says where, what, and what was expected."""
 
 
 @dataclass(frozen=True)
@@ -112,26 +114,11 @@ class Late:
     statement: str | None
 
 
-def read_course_file(workspace: Path) -> dict:
-    """course.toml of the workspace as a dict ({} when there is none); unknown tables are refused."""
-    path = workspace / COURSE_FILE
-    if not path.is_file():
-        return {}
-    try:
-        settings = tomllib.loads(path.read_text(encoding="utf-8-sig"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise CourseFileError(f"{path}: not valid TOML ({error})") from None
-    unknown = sorted(set(settings) - TABLES)
-    if unknown:
-        raise CourseFileError(f"{path}: unknown key(s) {', '.join(unknown)}; expected only {sorted(TABLES)}")
-    return settings
-
-
 def load(workspace: Path) -> Policy:
     """The policy written in the workspace's course.toml and extensions.csv (no file: no due dates)."""
     settings = read_course_file(workspace)
     path = workspace / COURSE_FILE
-    zone = _zone(settings.get("timezone", "UTC"), path)
+    zone = time_zone(settings.get("timezone", "UTC"), path)
     due = {
         lesson: _due(value, zone, f"{path}: [due] {lesson}")
         for lesson, value in _table(settings, "due", path).items()
@@ -146,20 +133,6 @@ def _table(settings: dict, name: str, path: Path) -> dict:
     if not isinstance(table, dict):
         raise CourseFileError(f"{path}: {name} is {table!r}; expected a table [{name}]")
     return table
-
-
-def _zone(name: object, path: Path) -> ZoneInfo:
-    if not isinstance(name, str):
-        raise CourseFileError(
-            f'{path}: timezone = {name!r}; expected an IANA zone name such as "Europe/Berlin"'
-        )
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise CourseFileError(
-            f"{path}: timezone = {name!r} is no time zone known here; "
-            'expected an IANA name such as "Europe/Berlin"'
-        ) from None
 
 
 def known_lesson(lesson: str, where: str) -> bool:
@@ -241,9 +214,7 @@ def _extensions(path: Path, zone: ZoneInfo) -> dict[tuple[str, str], datetime]:
         student, lesson, due = (cell.strip() for cell in row[:3])
         where = f"{path}: line {number}"
         if not STUDENT_ID.fullmatch(student):
-            raise CourseFileError(
-                f"{where}: {student!r} is not a student id (letters, digits, '.', '_', '-')"
-            )
+            raise CourseFileError(f"{where}: {student!r} is not a student id ({STUDENT_ID_RULE})")
         known_lesson(lesson, where)
         if (student, lesson) in found:
             raise CourseFileError(
@@ -254,27 +225,27 @@ def _extensions(path: Path, zone: ZoneInfo) -> dict[tuple[str, str], datetime]:
 
 
 def handed_times(
-    submitted: Path, keys: list[tuple[str, str]], zone: ZoneInfo
-) -> tuple[dict[tuple[str, str], Handed | None], list[Problem]]:
-    """When each (student, lesson) under ``submitted`` was handed in, as the intake recorded it;
+    root: Path, keys: list[Key], zone: ZoneInfo
+) -> tuple[dict[Key, Handed | None], list[Problem]]:
+    """When each (student, lesson) of the workspace ``root`` was handed in, as the intake recorded it;
     where it recorded nothing (a workspace collected before it did), the folder's time. A record
     that cannot be read is a problem, and the folder's time stands in."""
-    found: dict[tuple[str, str], Handed | None] = {}
+    found: dict[Key, Handed | None] = {}
     problems = []
-    for student, lesson in keys:
-        folder = submitted / student / lesson
+    for key in (Key(*pair) for pair in keys):
+        folder = submission(root, key)
         if not folder.is_dir():
-            found[student, lesson] = None
+            found[key] = None
             continue
         try:
-            found[student, lesson] = intake_time.read(folder)
+            found[key] = intake_time.read(folder)
         except intake_time.UnreadableRecord as error:
-            problems.append(Problem(student, lesson, f"{error}; the folder's time is used instead"))
-            found[student, lesson] = None
-        if found[student, lesson] is None:
-            found[student, lesson], reason = intake_time.from_folder(folder, zone)
+            problems.append(Problem(*key, f"{error}; the folder's time is used instead"))
+            found[key] = None
+        if found[key] is None:
+            found[key], reason = intake_time.from_folder(folder, zone)
             if reason:
-                problems.append(Problem(student, lesson, reason))
+                problems.append(Problem(*key, reason))
     return found, problems
 
 

@@ -42,7 +42,7 @@ and quotes inside names are quoted and doubled; a name that starts like a formul
 LMSs read UTF-8 as it is. Excel, opening such a file by double-click, misreads non-Latin letters;
 upload the file itself, not a copy saved by Excel.
 
-Scores are after late penalties (autograder/instructor/late.py). Nobody is dropped silently:
+Scores are after late penalties (autograder/instructor/grades.py gives them). Nobody is dropped silently:
 a graded student missing from the roster, and a roster entry with no graded submission, come
 back as ``Problem`` rows for the report and problems.csv.
 """
@@ -51,11 +51,21 @@ import csv
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from autograder import lessons
 from autograder.engine import csv_files
-from autograder.engine.intake_time import UNPROVEN, Handed
+from autograder.engine.pipeline import Pipeline
+from autograder.engine.plain_text import report_line
 from autograder.engine.submission import Problem
+from autograder.engine.workspace import (
+    COURSE_FILE,
+    STUDENT_ID,
+    STUDENT_ID_RULE,
+    CourseFileError,
+    Key,
+    read_course_file,
+)
 from autograder.instructor import late
 
 ROSTER_COLUMNS = (
@@ -76,9 +86,22 @@ CANVAS_EXPORT_COLUMNS = ("sis_user_id", "sis_login_id", "section")
 CANVAS_TEST_STUDENT = "Student, Test"  # the learner Student View makes, as the export names it
 MOODLE_HEADER = ["ID number", "Email address", "Full name"]
 MOODLE_MATCH = ("email", "id_number")  # the roster's columns Moodle can match a user by
+KINDS = ("canvas", "moodle-email", "moodle-id_number")  # the files `export --canvas/--moodle` writes
+# Characters a roster name (which learners set themselves in the LMS) never needs, and which
+# nbgrader's Formgrader would read as markup: its submission page writes the gradebook's names
+# into HTML unescaped (formgrade_macros.html.j2).
+MARKUP = str.maketrans("", "", "<>&")  # the page writes names as text, never into an attribute
 
-Scores = dict[tuple[str, str], tuple[float, float]]
-Times = dict[tuple[str, str], Handed | None]
+
+class Scored(Protocol):
+    """A grade as an LMS file takes it: the points after late work, and the most there are
+    (autograder/instructor/grades.py's Grade)."""
+
+    @property
+    def score(self) -> float: ...
+
+    @property
+    def max_score(self) -> float: ...
 
 
 class RosterError(ValueError):
@@ -163,10 +186,10 @@ def read_roster(path: Path) -> Roster:
         if _no_learner(values, canvas):
             continue
         student = values["student"]
-        if not late.STUDENT_ID.fullmatch(student):
+        if not STUDENT_ID.fullmatch(student):
             raise RosterError(
                 f"{path}: line {number}: {id_said} {student!r} is not a student id "
-                "(letters, digits, '.', '_', '-', as the submissions are named)"
+                f"({STUDENT_ID_RULE}, as the submissions are named)"
             )
         if student in seen:
             raise RosterError(
@@ -177,24 +200,7 @@ def read_roster(path: Path) -> Roster:
     return Roster(path.name, people)
 
 
-@dataclass(frozen=True)
-class Exported:
-    """One graded submission as it leaves: its score after the late penalty, its maximum, its lateness."""
-
-    score: float
-    max_score: float
-    late: late.Late
-
-
-def apply_late(scores: Scores, handed: Times, policy: late.Policy) -> dict[tuple[str, str], Exported]:
-    """Every (student, lesson) score with ``policy``'s late penalty applied."""
-    return {
-        key: Exported((lateness := late.assess(policy, *key, handed.get(key), score)).score, most, lateness)
-        for key, (score, most) in scores.items()
-    }
-
-
-def roster_report(roster: Roster, graded: dict[tuple[str, str], Exported]) -> list[Problem]:
+def roster_report(roster: Roster, graded: dict[Key, Scored]) -> list[Problem]:
     """Graded students missing from the roster (a problem per submission: its score is left out
     of the export), and roster entries with no graded submission in a lesson that is exported
     (one problem per student, naming the lessons)."""
@@ -225,7 +231,7 @@ def roster_report(roster: Roster, graded: dict[tuple[str, str], Exported]) -> li
     return problems
 
 
-def _lessons(graded: dict[tuple[str, str], Exported]) -> list[str]:
+def _lessons(graded: dict[Key, Scored]) -> list[str]:
     present = {lesson for _, lesson in graded}
     return [lesson for lesson in lessons.LESSON_NAMES if lesson in present]
 
@@ -240,9 +246,7 @@ def _points(value: float) -> float:
     return round(value, 2)
 
 
-def canvas_csv(
-    path: Path, roster: Roster, graded: dict[tuple[str, str], Exported], ids: dict[str, int]
-) -> list[Problem]:
+def canvas_csv(path: Path, roster: Roster, graded: dict[Key, Scored], ids: dict[str, int]) -> list[Problem]:
     """Write Canvas's gradebook import to ``path`` (``ids``: lesson -> Canvas assignment id, where
     known); return the roster report."""
     columns = _lessons(graded)
@@ -261,9 +265,7 @@ def canvas_csv(
     return roster_report(roster, graded)
 
 
-def moodle_csv(
-    path: Path, roster: Roster, graded: dict[tuple[str, str], Exported], match_by: str
-) -> list[Problem]:
+def moodle_csv(path: Path, roster: Roster, graded: dict[Key, Scored], match_by: str) -> list[Problem]:
     """Write Moodle's CSV grade import to ``path``, to be matched by ``match_by`` ("email" or
     "id_number"); return the roster report, and a problem for each graded person the roster gives
     no such value (a row that matches nobody would stop Moodle's import, so it is left out)."""
@@ -288,80 +290,46 @@ def moodle_csv(
 
 def canvas_ids(workspace: Path) -> dict[str, int]:
     """Lesson -> Canvas assignment id, from the ``[canvas]`` table of the workspace's course.toml."""
-    path = workspace / late.COURSE_FILE
-    table = late.read_course_file(workspace).get("canvas", {})
+    path = workspace / COURSE_FILE
+    table = read_course_file(workspace).get("canvas", {})
     if not isinstance(table, dict):
-        raise late.CourseFileError(f"{path}: canvas is {table!r}; expected a table [canvas]")
+        raise CourseFileError(f"{path}: canvas is {table!r}; expected a table [canvas]")
     for lesson, value in table.items():
         late.known_lesson(lesson, f"{path}: [canvas]")
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise late.CourseFileError(
+            raise CourseFileError(
                 f"{path}: [canvas] {lesson} = {value!r}; expected a Canvas assignment id (a number)"
             )
     return dict(table)
 
 
-def _only(
-    lesson: str, scores: Scores, failed: dict[tuple[str, str], str]
-) -> tuple[Scores, dict[tuple[str, str], str]]:
-    """The scores and failed gradings of ``lesson``; a ValueError when it has none graded."""
-    if lesson not in lessons.LESSON_NAMES:
-        raise ValueError(
-            f"--lesson {lesson!r} is no lesson; expected one of {', '.join(lessons.LESSON_NAMES)}"
-        )
-    mine = {key: value for key, value in scores.items() if key[1] == lesson}
-    if not mine and not any(key[1] == lesson for key in failed):
-        graded = sorted({done for _, done in scores}, key=lessons.LESSON_NAMES.index)
-        raise ValueError(
-            f"no graded submission of {lesson} in this workspace; expected one of the lessons graded: "
-            f"{', '.join(graded) or 'none yet'}"
-        )
-    return mine, {key: why for key, why in failed.items() if key[1] == lesson}
-
-
-def export(
-    workspace: Path,
-    scores: Scores,
-    roster_file: Path,
-    out: Path,
-    lms: str,
-    failed: dict[tuple[str, str], str] | None = None,
-    lesson: str | None = None,
+def write(
+    kind: str, out: Path, roster: Roster, graded: dict[Key, Scored], ids: dict[str, int]
 ) -> list[Problem]:
-    """The grades in ``scores`` ((student, lesson) -> (score, max), as Pipeline.scores gives them),
-    late penalties applied, written to ``out`` for ``lms`` ("canvas", "moodle-email" or
-    "moodle-id_number"); returns the problems to report: the gradings left out because they did
-    not finish (``failed``: (student, lesson) -> why), hand-in times that could not be read,
-    and the roster report. A grading that did not finish is no score: its cell is left empty,
-    so that the LMS keeps what it holds.
+    """The import of ``kind`` (one of KINDS) with the grades ``graded`` for the people of ``roster``
+    (``ids``: lesson -> Canvas assignment id); returns the roster report."""
+    if kind == "canvas":
+        return canvas_csv(out, roster, graded, ids)
+    return moodle_csv(out, roster, graded, kind.removeprefix("moodle-"))
 
-    With ``lesson``, only that lesson leaves: its column, and a row only for a learner it has a
-    grade for, so that an import changes no grade entered by hand in the LMS (Moodle's importer
-    takes an empty cell of a mapped column as "no grade")."""
-    if lms not in ("canvas", "moodle-email", "moodle-id_number"):
-        raise ValueError(f"lms is {lms!r}; expected canvas, moodle-email or moodle-id_number")
-    failed = failed or {}
-    if lesson is not None:
-        scores, failed = _only(lesson, scores, failed)
-    policy = late.load(workspace)
-    roster = read_roster(roster_file)
-    left_out = [
-        Problem(*key, f"grading did not finish, left out of the export (grade it again): {why}")
-        for key, why in sorted(failed.items())
-    ]
-    scores = {key: value for key, value in scores.items() if key not in failed}
-    handed, problems = late.handed_times(workspace / "submitted", list(scores), policy.zone)
-    problems = left_out + problems
-    graded = apply_late(scores, handed, policy)
-    problems += [
-        Problem(
-            *key,
-            f"late by {late.SOURCE_WORDS[handed[key].source]} only, not deducted: "
-            "check when it was handed in",
-        )
-        for key, exported in sorted(graded.items())
-        if exported.late.days and handed[key] is not None and handed[key].source in UNPROVEN
-    ]
-    if lms == "canvas":
-        return problems + canvas_csv(out, roster, graded, canvas_ids(workspace))
-    return problems + moodle_csv(out, roster, graded, lms.removeprefix("moodle-"))
+
+def _first_last(name: str) -> tuple[str, str]:
+    """A roster's display name as (first, last), on one line and without < > &:
+    "Çetin, Ada" and "Ada Çetin" are ("Ada", "Çetin")."""
+    name = report_line(name).translate(MARKUP)
+    if "," in name:
+        last, first = name.split(",", 1)
+        return first.strip(), last.strip()
+    first, _, last = name.strip().rpartition(" ")
+    return (first, last) if first else (last, "")
+
+
+def name_students(pipeline: Pipeline, roster: Path) -> None:
+    """Give the gradebook's students the roster's names, so that the Formgrader shows them:
+    "Last, First" is split at its comma, "First Last" at its last space."""
+    with pipeline.gradebook() as gb:
+        known = {student.id for student in gb.students}
+        for person in read_roster(roster).people:
+            if person.student in known and person.name:
+                first, last = _first_last(person.name)
+                gb.update_or_create_student(person.student, first_name=first, last_name=last)

@@ -40,8 +40,9 @@ from copydetect import CodeFingerprint, compare_files
 from copydetect.utils import filter_code, get_token_coverage
 
 from autograder.engine import csv_files
-from autograder.engine.intake import MAX_NOTEBOOK_BYTES, STUDENT_ID
+from autograder.engine.intake import MAX_NOTEBOOK_BYTES
 from autograder.engine.plain_text import one_line
+from autograder.engine.workspace import RELEASE, STUDENT_ID, SUBMITTED
 from autograder.instructor import similarity_page, similarity_threshold
 from autograder.instructor.similarity_pairs import Cluster, Pair, bare, clusters, shared_lines
 from autograder.lessons import LESSON_NAMES, SOURCE
@@ -143,7 +144,7 @@ def _read_lesson(workspace: Path, lesson: str, problems: list[str]) -> _Lesson:
     """The code of the lesson's released notebooks and of the reference as boilerplate, and
     everything each learner handed in for it."""
     found = _Lesson(lesson)
-    released = sorted((workspace / "release" / lesson).glob("*.ipynb"))
+    released = sorted((workspace / RELEASE / lesson).glob("*.ipynb"))
     template: set[str] = set()  # the cells as released or as the reference has them
     for notebook in released:
         reference = SOURCE / lesson / notebook.name
@@ -155,7 +156,7 @@ def _read_lesson(workspace: Path, lesson: str, problems: list[str]) -> _Lesson:
             "boilerplate.py", NOISE_CHARS, 1, fp=io.StringIO(code), language="python"
         ).hashes
     names = {notebook.name for notebook in released}
-    for folder in sorted((workspace / "submitted").glob(f"*/{lesson}")):
+    for folder in sorted((workspace / SUBMITTED).glob(f"*/{lesson}")):
         student = folder.parent.name
         if not STUDENT_ID.fullmatch(student):
             problems.append(f"{student!r} / {lesson}: not a student id (letters, digits, . _ -)")
@@ -205,7 +206,7 @@ def similarity(
     changes no grade."""
     if threshold is not None and not 0 < threshold <= 1:
         raise ValueError(f"the threshold is a share of the code, above 0 and at most 1; got {threshold}")
-    released = [name for name in LESSON_NAMES if (workspace / "release" / name).is_dir()]
+    released = [name for name in LESSON_NAMES if (workspace / RELEASE / name).is_dir()]
     for name in lessons or []:
         if name not in released:
             raise ValueError(
