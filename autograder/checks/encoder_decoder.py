@@ -18,6 +18,7 @@ with T_tgt == T_src and name the mistake its output matches.
 """
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -361,6 +362,14 @@ def _encoder_layer_against_torch(cls, norm_first: bool, seed: int, masked: bool)
     return layer, x, mask
 
 
+def _equals_torchs(name: str, against_torch: Callable[..., Any], cls, norm_first: bool, seed: int) -> None:
+    """``against_torch`` (the layer ``name`` against torch's, unmasked) for one ``norm_first``, then
+    the line that says the layer equals torch's nn.Transformer<name>."""
+    against_torch(cls, norm_first=norm_first, seed=seed, masked=False)
+    layout = "Pre-LN" if norm_first else "Post-LN"
+    core.passed(f"{name} ({layout}) equals torch's nn.Transformer{name}(norm_first={norm_first}){STEADY}")
+
+
 def check_encoder_layer_shapes(cls) -> None:
     """Parameters by the contract's names; x [B, T, D] -> [B, T, D], float64 on the inputs' device."""
     oracle = torch_layer(False, D, H, D_FF, seed=0)
@@ -374,14 +383,12 @@ def check_encoder_layer_shapes(cls) -> None:
 
 def check_encoder_layer_post_ln(cls) -> None:
     """Post-LN (norm_first=False): equal to nn.TransformerEncoderLayer with the same weights."""
-    _encoder_layer_against_torch(cls, norm_first=False, seed=10, masked=False)
-    core.passed(f"{ENC_NAME} (Post-LN) equals torch's nn.TransformerEncoderLayer(norm_first=False){STEADY}")
+    _equals_torchs(ENC_NAME, _encoder_layer_against_torch, cls, norm_first=False, seed=10)
 
 
 def check_encoder_layer_pre_ln(cls) -> None:
     """Pre-LN (norm_first=True): equal to nn.TransformerEncoderLayer(norm_first=True)."""
-    _encoder_layer_against_torch(cls, norm_first=True, seed=20, masked=False)
-    core.passed(f"{ENC_NAME} (Pre-LN) equals torch's nn.TransformerEncoderLayer(norm_first=True){STEADY}")
+    _equals_torchs(ENC_NAME, _encoder_layer_against_torch, cls, norm_first=True, seed=20)
 
 
 def check_encoder_layer_mask(cls) -> None:
@@ -444,14 +451,12 @@ def check_decoder_layer_shapes(cls) -> None:
 
 def check_decoder_layer_post_ln(cls) -> None:
     """Post-LN (norm_first=False): equal to nn.TransformerDecoderLayer with the same weights."""
-    _decoder_layer_against_torch(cls, norm_first=False, seed=60, masked=False)
-    core.passed(f"{DEC_NAME} (Post-LN) equals torch's nn.TransformerDecoderLayer(norm_first=False){STEADY}")
+    _equals_torchs(DEC_NAME, _decoder_layer_against_torch, cls, norm_first=False, seed=60)
 
 
 def check_decoder_layer_pre_ln(cls) -> None:
     """Pre-LN (norm_first=True): equal to nn.TransformerDecoderLayer(norm_first=True)."""
-    _decoder_layer_against_torch(cls, norm_first=True, seed=70, masked=False)
-    core.passed(f"{DEC_NAME} (Pre-LN) equals torch's nn.TransformerDecoderLayer(norm_first=True){STEADY}")
+    _equals_torchs(DEC_NAME, _decoder_layer_against_torch, cls, norm_first=True, seed=70)
 
 
 def check_decoder_layer_masks(cls) -> None:
