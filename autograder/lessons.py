@@ -40,6 +40,16 @@ def script_path(lesson: str) -> Path:
     return SCRIPTS / f"{lesson}.py"
 
 
+def script_parts(lesson: str) -> list[Path]:
+    """The files of a lesson's script, in order: ``<lesson>.py``, then ``<lesson>.2.py``,
+    ``<lesson>.3.py`` and so on while they exist. A lesson longer than a hand-written file may be
+    (600 lines) goes on in its next part; the builder reads the parts as one script."""
+    parts = [script_path(lesson)]
+    while (following := SCRIPTS / f"{lesson}.{len(parts) + 1}.py").exists():
+        parts.append(following)
+    return parts
+
+
 def source_path(lesson: str) -> Path:
     return SOURCE / lesson / notebook_name(lesson)
 

@@ -1,7 +1,8 @@
 """Build the lesson notebooks from their scripts: script -> source notebook -> course/.
 
 A lesson script (``solutions/lesson_scripts/03_attention.py``) is plain text in
-"percent" format. Each cell starts with a header line:
+"percent" format; a lesson too long for one file goes on in ``10_training.2.py`` and so on
+(``lessons.script_parts``). Each cell starts with a header line:
 
     # %% [markdown]                      prose (each line starts with "# ")
     # %%                                 code the learner runs but may not change
@@ -182,7 +183,8 @@ def build_cells(specs: list[CellSpec]) -> list[nbformat.NotebookNode]:
 def build_source(lesson: str) -> nbformat.NotebookNode:
     """The lesson's source notebook, not yet executed."""
     nb = nbformat.v4.new_notebook()
-    nb.cells = build_cells(parse_script(lessons.script_path(lesson).read_text()))
+    parts = lessons.script_parts(lesson)  # each part starts at a cell header of its own
+    nb.cells = build_cells([spec for path in parts for spec in parse_script(path.read_text())])
     nb.metadata = {
         "kernelspec": {"display_name": KERNEL_DISPLAY_NAME, "language": "python", "name": "python3"},
         "language_info": {"name": "python"},
