@@ -124,3 +124,16 @@ def test_actionlint_finds_no_problem_in_the_workflows():
         timeout=120,
     )
     assert linted.returncode == 0, linted.stdout + linted.stderr
+
+
+def test_the_lowest_declared_torch_is_the_one_the_floor_job_tests():
+    """pyproject.toml's torch>=X (what the learner's wheel accepts, so that Colab's torch is kept) is
+    exactly the release the torch-floor job puts in place before the whole suite runs."""
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    [floor] = [d.removeprefix("torch>=") for d in declared if d.startswith("torch>=")]
+    job = _load("ci.yml")["jobs"]["torch-floor"]
+    installs, tests = _run_steps(job)
+    assert installs.startswith("make setup\n") and f'"torch=={floor}.*"' in installs
+    assert "download.pytorch.org/whl/cpu" in installs and tests == "bash .ci/run"
