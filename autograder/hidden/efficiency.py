@@ -1,11 +1,11 @@
 """Hidden tests for lesson 11: fresh sizes, weights and inputs, compared with the reference package."""
 
 from autograder.checks import efficiency as checks
-from autograder.checks import greedy
 from autograder.checks.answers import answer
 from autograder.checks.device import DEVICE, DTYPE
 from autograder.checks.oracles import randomize_
 from autograder.hidden.core import Fresh, replayable
+from autograder.hidden.output_layer import decode_against_reference
 from solutions.efficiency import blockwise_attention as reference_blockwise
 from solutions.encoder_decoder import DecoderLayer as ReferenceDecoderLayer
 from solutions.masking import causal_mask
@@ -65,14 +65,8 @@ def hidden_cached_greedy_decode(fresh: Fresh, fn, with_end: bool) -> None:
     end = _end_from(transformer, src, src_mask, max_len, row=1) if with_end else None
     cases.append((transformer, src, src_mask, max_len, end))
 
-    model, src, src_mask = checks.cached_case(checks.HIDDEN_SEED)
-    cases.append((model, src, src_mask, checks.CACHED_MAX_LEN, checks.HIDDEN_END if with_end else None))
-    if with_end:  # and to max_len: where every fresh row ends early, one token too many shows only here
-        cases.append((model, src, src_mask, checks.CACHED_MAX_LEN, None))
-
-    for model, src, src_mask, max_len, end in cases:
-        expected = answer(reference_greedy_decode, model, src, src_mask, max_len, greedy.START, end)
-        checks.compare_cached(fn, model, src, src_mask, max_len, greedy.START, end, expected=expected)
+    fixed = (*checks.cached_case(checks.HIDDEN_SEED), checks.CACHED_MAX_LEN, checks.HIDDEN_END)
+    decode_against_reference(checks.compare_cached, fn, cases, fixed, with_end)
 
 
 @replayable

@@ -1,5 +1,8 @@
 """Hidden tests for lesson 09: fresh sizes, weights and inputs, compared with the reference package."""
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 
 from autograder.checks import core, greedy
@@ -111,11 +114,21 @@ def hidden_greedy_decode(fresh: Fresh, fn, with_end: bool) -> None:
     end = _end_from(reference_greedy_decode, transformer, src, src_mask, max_len, row=1) if with_end else None
     cases.append((transformer, src, src_mask, max_len, end))
 
-    model, src, src_mask = greedy.greedy_case(greedy.HIDDEN_SEED)
-    cases.append((model, src, src_mask, greedy.GREEDY_MAX_LEN, greedy.HIDDEN_END if with_end else None))
-    if with_end:  # and to max_len: where every fresh row ends early, one token too many shows only here
-        cases.append((model, src, src_mask, greedy.GREEDY_MAX_LEN, None))
+    fixed = (*greedy.greedy_case(greedy.HIDDEN_SEED), greedy.GREEDY_MAX_LEN, greedy.HIDDEN_END)
+    decode_against_reference(greedy.compare_greedy, fn, cases, fixed, with_end)
 
+
+def decode_against_reference(
+    compare: Callable[..., None], fn: Callable[..., Any], cases: list[tuple], fixed: tuple, with_end: bool
+) -> None:
+    """``compare`` the learner's decoding ``fn`` with the reference greedy_decode on each case
+    (model, src, src_mask, max_len, end), then on ``fixed`` (the stand-in on which every known
+    mistake shows: model, src, src_mask, max_len, its end) with its end when ``with_end``, and
+    without one too (lessons 09 and 11)."""
+    model, src, src_mask, max_len, end = fixed
+    cases = [*cases, (model, src, src_mask, max_len, end if with_end else None)]
+    if with_end:  # and to max_len: where every fresh row ends early, one token too many shows only here
+        cases.append((model, src, src_mask, max_len, None))
     for model, src, src_mask, max_len, end in cases:
         expected = answer(reference_greedy_decode, model, src, src_mask, max_len, greedy.START, end)
-        greedy.compare_greedy(fn, model, src, src_mask, max_len, greedy.START, end, expected=expected)
+        compare(fn, model, src, src_mask, max_len, greedy.START, end, expected=expected)
