@@ -1,0 +1,36 @@
+"""The hostile class (tests/hostile_class.py), graded once for the test files that read it."""
+
+import pytest
+
+# The files whose tests read the graded class, named as pytest names them from the repository's
+# root. Under `--dist loadfile` (make test) each file goes to whichever worker is free, and each
+# worker grades the class for itself: these files go to one worker together, so that the class
+# is graded once a run.
+HOSTILE_CLASS_FILES = frozenset(
+    {"tests/test_hostile.py", "tests/test_hostile_kernel.py", "tests/test_hostile_leftovers.py"}
+)
+
+
+@pytest.fixture(scope="session")
+def graded_hostile_class(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> dict:
+    from tests import hostile_class  # imported here: most runs never grade it
+
+    return hostile_class.grade(tmp_path_factory.mktemp("hostile"), request.addfinalizer)
+
+
+def worker_unit(file: str) -> str:
+    """What a worker takes a test file in: the file itself, or all the hostile class's files."""
+    return "tests/test_hostile.py" if file in HOSTILE_CLASS_FILES else file
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class HostileClassOnOneWorker(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:  # xdist's way to group tests for a worker
+            return worker_unit(super()._split_scope(nodeid))
+
+    return HostileClassOnOneWorker(config, log)
