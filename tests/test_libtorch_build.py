@@ -13,18 +13,7 @@ import pytest
 from autograder import cpp_pch, libtorch
 from autograder.checks import CheckFailure
 from autograder.checks import libtorch as checks
-
-BROKEN = """
-struct EmbeddingImpl : torch::nn::Module {
-  EmbeddingImpl(int64_t vocab_size, int64_t d_model) {
-    lut = register_module("lut", torch::nn::Embedding(vocab_size, d_model));
-  }
-  torch::Tensor forward(torch::Tensor tokens) {
-    return lut(tokens) * undeclared_scale;
-  }
-  torch::nn::Embedding lut{nullptr};
-};
-"""
+from tests.helpers import BROKEN_CPP
 
 
 @pytest.fixture
@@ -47,7 +36,7 @@ def plant_pch(root, gch: bytes):
 
 def test_a_compile_error_names_its_line_in_the_cell_and_reaches_the_checks(private_cache, capsys):
     plant_pch(private_cache, b"not a precompiled header")  # the compiler reads the headers instead
-    cls = libtorch.compile_module("Embedding", BROKEN)
+    cls = libtorch.compile_module("Embedding", BROKEN_CPP)
     said = capsys.readouterr().err
     assert "line 7 of the C++ source" in said, said  # line 1 is the line of r\"\"\"
     assert "return lut(tokens) * undeclared_scale;" in said and "undeclared_scale" in said
@@ -58,7 +47,7 @@ def test_a_compile_error_names_its_line_in_the_cell_and_reaches_the_checks(priva
 
 def test_a_build_past_the_limit_is_stopped_with_a_message(private_cache, monkeypatch):
     monkeypatch.setenv(libtorch.LIMIT_VARIABLE, "1")
-    source = BROKEN.replace("undeclared_scale", "2.0")
+    source = BROKEN_CPP.replace("undeclared_scale", "2.0")
     with pytest.raises(libtorch.CompileError, match="did not compile within 1 s"):
         libtorch.compile_parts([libtorch.Part("Embedding", "Embedding", source)])
 
@@ -78,7 +67,7 @@ def test_a_finished_build_is_found_in_any_cache_and_only_when_finished(tmp_path,
 def test_a_missing_compiler_is_explained(monkeypatch, capsys):
     monkeypatch.setattr(libtorch, "missing_tools", lambda: ["a C++ compiler (g++)"])
     monkeypatch.setattr(libtorch, "finished_library", lambda name: None)
-    cls = libtorch.compile_module("Embedding", BROKEN.replace("undeclared_scale", "3.0"))
+    cls = libtorch.compile_module("Embedding", BROKEN_CPP.replace("undeclared_scale", "3.0"))
     assert "sudo apt-get install g++ ninja-build python3-dev" in capsys.readouterr().err
     with pytest.raises(libtorch.CompilerMissing, match="lacks a C\\+\\+ compiler"):
         cls(5, 4)
@@ -148,8 +137,8 @@ print("survived")
 
 
 def test_a_build_that_crashes_is_refused_with_its_signal_and_the_kernel_lives(private_cache, capsys):
-    """One compile, the slowest test of this file. Without the trial (the library imported and called where the
-    learner's kernel runs), the process dies of SIGSEGV; with it, the build is refused, the checks
+    """One compile, the slowest test of this file. Without the trial (the library imported and called
+    where the learner's kernel runs), the process dies of SIGSEGV; with it, the build is refused, the checks
     report CppCrashed naming the signal, and this process, standing for the kernel, goes on."""
     import signal
     import subprocess
