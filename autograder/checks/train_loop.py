@@ -18,18 +18,16 @@ from autograder.checks.output_layer import load_transformer, transformer_args, t
 from autograder.checks.training_oracle import (
     D_FF,
     D_MODEL,
-    GAMMA,
-    LR,
     MAX_LEN,
     N_HEADS,
     N_LAYERS,
     PAD,
-    SMOOTHING,
     T_SRC,
     T_TGT,
     V_SRC,
     V_TGT,
     B,
+    Settings,
     StandIn,
     arguments_for,
     current_rate,
@@ -42,6 +40,7 @@ from autograder.checks.training_oracle import (
     random_batch,
     shifted,
     stale_gradients,
+    stand_in_weights,
     telling_warnings_quoted,
     weights_of,
 )
@@ -123,19 +122,15 @@ LOOP_MISTAKES = core.catalogue(TRAIN_LOOP, variant=_loop_variant)
 OWN_MODEL_MISTAKES = ("gradients clipped per parameter",)
 
 
-@dataclass
-class LoopCase:
-    """A StandIn's initial weights, the batches in order, SGD's rate, StepLR's gamma, the clip."""
+@dataclass(kw_only=True)
+class LoopCase(Settings):
+    """A StandIn's initial weights, the batches in order, the clip, and how it trains."""
 
     args: dict
     stand_in: StandIn
     batches: list[dict[str, torch.Tensor]]
     pad_id: int
     clip: float | None = None
-    lr: float = LR
-    gamma: float = GAMMA
-    smoothing: float = SMOOTHING
-    use_scheduler: bool = True
 
 
 @dataclass
@@ -171,7 +166,7 @@ def make_loop_case(args: dict, n_batches: int, batch: int, t_src: int, t_tgt: in
     clipping each entry by value is not the same as leaving them alone)."""
     stand_in = StandIn(args, generator)
     batches = [random_batch(args, batch, t_src, t_tgt, pad_id, generator) for _ in range(n_batches)]
-    case = LoopCase(args, stand_in, batches, pad_id, **settings)
+    case = LoopCase(args=args, stand_in=stand_in, batches=batches, pad_id=pad_id, **settings)
     if clip:
         largest = max(float(g.abs().max()) for g in first_gradients(case))
         case.clip = float(f"{largest / 2:.3g}")
@@ -197,11 +192,8 @@ def _run_loop(call, case: LoopCase, model, optim, read, names) -> LoopOutcome:
 def _stand_in_loop(fn, case: LoopCase) -> LoopOutcome:
     model = copy.deepcopy(case.stand_in).eval()
 
-    def read(model, names):
-        return {name: value for name, value in model.course_state().items() if name != "positional.pe"}
-
     with exact_matmul(), oracles.fastpath_disabled():
-        return _run_loop(fn, case, model, torch.optim, read, None)
+        return _run_loop(fn, case, model, torch.optim, stand_in_weights, None)
 
 
 def _loop_outcomes(case: LoopCase) -> list[tuple[core.Mistake, LoopOutcome | None]]:

@@ -181,17 +181,24 @@ MISTAKES = core.catalogue(TRAIN_STEP, variant=_variant)
 
 
 @dataclass
-class Case:
+class Settings:
+    """How a run trains: SGD's rate, StepLR's gamma, the label smoothing, whether a scheduler is
+    passed (train_step's cases and train_loop's)."""
+
+    lr: float = LR
+    gamma: float = GAMMA
+    smoothing: float = SMOOTHING
+    use_scheduler: bool = True
+
+
+@dataclass(kw_only=True)
+class Case(Settings):
     """Everything a run needs: the model's sizes, its initial weights (a StandIn), the batch."""
 
     args: dict
     stand_in: StandIn
     batch: dict[str, torch.Tensor]
     pad_id: int
-    lr: float = LR
-    gamma: float = GAMMA
-    smoothing: float = SMOOTHING
-    use_scheduler: bool = True
 
 
 @dataclass
@@ -210,9 +217,8 @@ def make_case(args: dict, batch: int, t_src: int, t_tgt: int, pad_id: int, gener
     """A StandIn with seeded weights and a batch in make_batch's format: src [B, T_src] and the
     target <s> y ... </s> padded with pad_id (the last rows shorter), tgt_in / tgt_out shifted."""
     stand_in = StandIn(args, generator)
-    return Case(
-        args, stand_in, random_batch(args, batch, t_src, t_tgt, pad_id, generator), pad_id, **settings
-    )
+    batch_made = random_batch(args, batch, t_src, t_tgt, pad_id, generator)
+    return Case(args=args, stand_in=stand_in, batch=batch_made, pad_id=pad_id, **settings)
 
 
 def random_batch(args: dict, batch: int, t_src: int, t_tgt: int, pad_id: int,
@@ -310,15 +316,18 @@ def two_calls(call, case: Case, model, optim, read, names) -> Outcome:
     return outcome
 
 
+def stand_in_weights(model: StandIn, names: object) -> dict[str, torch.Tensor]:
+    """A StandIn's weights under the lesson's names, its positional table left out (``names``,
+    which a learner's model needs to be read, is not used)."""
+    return {name: value for name, value in model.course_state().items() if name != "positional.pe"}
+
+
 def stand_in_outcome(fn, case: Case) -> Outcome:
     """``fn`` run on a copy of the case's StandIn (its weights under the lesson's names)."""
     model = copy.deepcopy(case.stand_in).eval()
 
-    def read(model, names):
-        return {name: value for name, value in model.course_state().items() if name != "positional.pe"}
-
     with exact_matmul(), oracles.fastpath_disabled():
-        return two_calls(fn, case, model, torch.optim, read, None)
+        return two_calls(fn, case, model, torch.optim, stand_in_weights, None)
 
 
 def expected_outcome(case: Case) -> Outcome:
