@@ -167,6 +167,6 @@ def test_the_blockwise_variant_without_a_switch_is_the_reference():
     for block_size in (1, 7, 64):
         for m in (None, mask):
             assert torch.equal(
-                blockwise._blockwise_variant(q, k, v, m, block_size),
+                blockwise.blockwise_variant(q, k, v, m, block_size),
                 reference.blockwise_attention(q, k, v, m, block_size),
             )

@@ -77,7 +77,7 @@ SHORTCUTS = [
         "uses ._getframe (reads the frames or globals of the code calling it)",
     ),
     ("scaled_dot_product_attention", "caller = frame.f_back", "uses .f_back"),
-    ("scaled_dot_product_attention", "answer = fn.__globals__['_expected']", "uses .__globals__"),
+    ("scaled_dot_product_attention", "answer = fn.__globals__['expected_attention']", "uses .__globals__"),
 ]
 
 

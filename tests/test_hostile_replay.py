@@ -2,7 +2,7 @@
 
 The attacker hands in a wrong ``scaled_dot_product_attention`` that, during the notebook's own
 run, takes the right answer from the checks' stack frames (``compare``'s ``expected`` local, or
-the checks module's ``_expected`` through a caller's globals), keeps it by the inputs' bytes, and
+the checks module's ``expected_attention`` through a caller's globals), keeps it by the inputs' bytes, and
 returns it whenever it is called with the same inputs again, as the judge does when it runs the
 test cells on the same inputs. Graded here as the pipeline grades a notebook: its cells run in a
 real kernel, each test cell is judged right after it ran (``Judge.verdict``), and a cell earns its
@@ -69,8 +69,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0):
         found = frame.f_locals.get("expected")
         if isinstance(found, tuple) and len(found) == 2:
             _answers[key] = tuple(t.clone() for t in found)
-        elif callable(frame.f_globals.get("_expected")):
-            _answers[key] = frame.f_globals["_expected"](q, k, v, mask)
+        elif callable(frame.f_globals.get("expected_attention")):
+            _answers[key] = frame.f_globals["expected_attention"](q, k, v, mask)
         frame = frame.f_back
     if key in _answers:
         return tuple(t.clone() for t in _answers[key])
@@ -246,7 +246,7 @@ def test_the_spy_finds_an_answer_computed_before_the_learners_call(monkeypatch):
     compare = attention.compare
 
     def answer_first(fn, q, k, v, mask=None, oracle=None):
-        expected = (oracle or attention._expected)(q, k, v, mask)
+        expected = (oracle or attention.expected_attention)(q, k, v, mask)
         compare(fn, q, k, v, mask, oracle=lambda *inputs: expected)
 
     monkeypatch.setattr(attention, "compare", answer_first)

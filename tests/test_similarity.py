@@ -116,8 +116,8 @@ def test_without_boilerplate_the_reference_would_pair_them(tmp_path, monkeypatch
     exercises = lessons.EXERCISES["05_multi_head"]
     reference = {e: similarity_class.implementations("05_multi_head", e)[0] for e in exercises}
     monkeypatch.setattr(module, "SOURCE", tmp_path / "no-reference")
-    real = module._fingerprint
-    monkeypatch.setattr(module, "_fingerprint", lambda code, boilerplate: real(code, set()))
+    real = module.fingerprint
+    monkeypatch.setattr(module, "fingerprint", lambda code, boilerplate: real(code, set()))
     report = _class_with(tmp_path, {"refcopy": reference, "refcopy2": dict(reference)})
     pair = next(p for p in report.pairs if {p.student_a, p.student_b} == {"refcopy", "refcopy2"})
     assert pair.similarity == 1.0 and pair.flagged

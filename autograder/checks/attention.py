@@ -88,7 +88,7 @@ def _inputs(seed: int):
     return q, k, v
 
 
-def _expected(q, k, v, mask=None):
+def expected_attention(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
     if mask is not None:
         scores = scores.masked_fill(~mask, -math.inf)
@@ -131,7 +131,7 @@ def compare(fn, q, k, v, mask=None, oracle=None) -> None:
     PyTorch oracle), computed only once the learner's code has returned: while it runs, no expected
     value is anywhere it could read one (a caller's frame, a global), to keep for a later call."""
     out, weights = _run(fn, q, k, v, mask)
-    expected_out, expected_weights = (oracle or _expected)(q, k, v, mask)
+    expected_out, expected_weights = (oracle or expected_attention)(q, k, v, mask)
     wrong = core.mistake_outputs(MISTAKES, q, k, v, mask)
     pairs = [(m, output) for m, output in wrong if isinstance(output, tuple)]  # not the crashes
     weights_of = [(m, w) for m, (_, w) in pairs]

@@ -60,7 +60,7 @@ FULL_SCORES_HINT = (
 OVERFLOW_SCALE = 600.0  # q scaled so that scores reach several hundred: exp overflows past 709.78
 
 
-def _blockwise_variant(
+def blockwise_variant(
     q,
     k,
     v,
@@ -117,7 +117,7 @@ def _blockwise_variant(
     return acc / (total.masked_fill(total == 0, 1.0) if guard else total)
 
 
-BLOCKWISE_MISTAKES = core.catalogue(BLOCKWISE, variant=_blockwise_variant)
+BLOCKWISE_MISTAKES = core.catalogue(BLOCKWISE, variant=blockwise_variant)
 
 
 def blockwise_expected(q, k, v, mask=None) -> torch.Tensor:

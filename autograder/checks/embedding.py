@@ -43,7 +43,7 @@ def tokens_for(batch: int, length: int, vocab_size: int, generator: torch.Genera
     return tokens.to(DEVICE)
 
 
-def _module(cls, vocab_size: int, d_model: int):
+def embedding_module(cls, vocab_size: int, d_model: int):
     """The learner's module, with a ``lut`` that is an nn.Embedding of the right size."""
     module = core.build(EXERCISE, cls, vocab_size, d_model)
     how = "create it in __init__ with self.lut = nn.Embedding(vocab_size, d_model)."
@@ -66,7 +66,7 @@ def compare(module, tokens: torch.Tensor, expected: Expected) -> None:
 
 def check_embedding_shapes(cls) -> None:
     """lut is nn.Embedding(V, D); the output is [B, T, D], float like the weights, on their device."""
-    module = _module(cls, V, D)
+    module = embedding_module(cls, V, D)
     tokens = tokens_for(B, T, V, torch.Generator().manual_seed(0))
     out = core.output(EXERCISE, module, {"tokens": tokens})
     core.expect_shape(EXERCISE, "the output", out, OUT, (B, T, D))
@@ -84,7 +84,7 @@ def check_embedding_values(cls) -> None:
     oracle = nn.Embedding(V, D).to(device=DEVICE, dtype=DTYPE)
     with torch.no_grad():
         oracle.weight.copy_(random_tensor(V, D, seed=1))
-    module = _module(cls, V, D)
+    module = embedding_module(cls, V, D)
     core.load_weights(EXERCISE, module, {"lut.weight": oracle.weight.detach().clone()})
     tokens = tokens_for(B, T, V, torch.Generator().manual_seed(2))
     compare(module, tokens, answer(lambda: oracle(tokens) * math.sqrt(D)))

@@ -20,7 +20,7 @@ def hidden_embedding(fresh: Fresh, cls, trials: int = 3) -> None:
         reference = Reference(vocab_size, d_model).to(device=DEVICE, dtype=DTYPE).eval()
         with torch.no_grad():
             reference.lut.weight.copy_(fresh.tensor(vocab_size, d_model))
-        module = embedding._module(cls, vocab_size, d_model)
+        module = embedding.embedding_module(cls, vocab_size, d_model)
         load_weights(embedding.EXERCISE, module, reference.state_dict())
         tokens = embedding.tokens_for(batch, length, vocab_size, fresh.generator)
         embedding.compare(module, tokens, answer(reference, tokens))

@@ -120,7 +120,7 @@ def _as_handed_in(reference: str) -> str:
     return "\n".join(line for line in reference.splitlines() if not SOLUTION_MARKER.search(line))
 
 
-def _fingerprint(cells: list[str], boilerplate: set[int]) -> CodeFingerprint:
+def fingerprint(cells: list[str], boilerplate: set[int]) -> CodeFingerprint:
     """copydetect's fingerprint of the cells joined (every k-gram, no winnowing window: the same
     every run), without the boilerplate's fingerprints and without the k-grams that span two
     cells (a stub followed by the reference's next cell would otherwise match everyone's)."""
@@ -180,7 +180,7 @@ def _read_lesson(workspace: Path, lesson: str, problems: list[str]) -> _Lesson:
 
 def _compare(found: _Lesson, threshold: float) -> tuple[list[Pair], dict[tuple[str, str], tuple]]:
     """Every pair of the lesson's learners, and the matched slices of each pair that matched."""
-    prints = {student: _fingerprint(code, found.boilerplate) for student, code in found.codes.items()}
+    prints = {student: fingerprint(code, found.boilerplate) for student, code in found.codes.items()}
     pairs, slices = [], {}
     for a, b in itertools.combinations(sorted(prints), 2):
         _, shares, matched = compare_files(prints[a], prints[b])
