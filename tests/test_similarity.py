@@ -307,3 +307,4 @@ def test_a_lesson_not_measured_says_so(tmp_path):
     assert report.thresholds == {lesson: THRESHOLD}
     assert "This lesson was not measured" in report.rates[lesson]
     assert "is not known" in report.page.read_text()
+    assert f"  {lesson}: flagged from 0.90; not measured, so how often" in report.summary()

@@ -83,7 +83,14 @@ class Report:
                 f"  {cluster.lesson}: {', '.join(cluster.students)} "
                 f"({pairs} pair{'s' * (pairs > 1)}, up to {cluster.highest:.0%})"
             )
-        lines += [f"  {lesson}: {rate}" for lesson, rate in self.rates.items()]
+        unmeasured = [lesson for lesson in self.rates if lesson not in similarity_threshold.MEASURED]
+        lines += [f"  {lesson}: {rate}" for lesson, rate in self.rates.items() if lesson not in unmeasured]
+        if unmeasured:  # one line for them all: the page gives each its sentence
+            shares = "/".join(sorted({f"{self.thresholds[lesson]:.2f}" for lesson in unmeasured}))
+            lines.append(
+                f"  {', '.join(unmeasured)}: flagged from {shares}; not measured, so how often that flags "
+                "learners who worked alone is not known"
+            )
         lines += [f"  not compared: {one_line(problem)}" for problem in self.problems]  # names from uploads
         lines.append(f"side by side: {self.page}\nevery pair: {self.table}")
         return "\n".join(lines)
