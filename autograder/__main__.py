@@ -253,18 +253,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     export.add_argument("--out", type=Path, help="default: <workspace>/grades.csv, canvas.csv or moodle.csv")
     lms_format = export.add_mutually_exclusive_group()
-    lms_format.add_argument(
-        "--canvas",
-        type=Path,
-        metavar="ROSTER",
-        help="Canvas's gradebook import for this roster, late penalties applied",
-    )
-    lms_format.add_argument(
-        "--moodle",
-        type=Path,
-        metavar="ROSTER",
-        help="Moodle's CSV grade import for this roster, late penalties applied",
-    )
+    for option, import_file in (
+        ("--canvas", "Canvas's gradebook import"),
+        ("--moodle", "Moodle's CSV grade import"),
+    ):
+        lms_format.add_argument(
+            option, type=Path, metavar="ROSTER", help=f"{import_file} for this roster, late penalties applied"
+        )
     export.add_argument(
         "--match",
         choices=["email", "id_number"],

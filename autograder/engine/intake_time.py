@@ -62,7 +62,14 @@ MAX_TIMESTAMP_BYTES = 200
 # Blackboard's attempt time in a download's file names (_attempt_YYYY-MM-DD-HH-MM-SS_)
 ATTEMPT_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})-(\d{2})-(\d{2})-(\d{2})")
 
-SOURCES = ("LMS file name", "zip entry time", "timestamp.txt", "folder time")
+# The witnesses of a hand-in time, and how a statement names each.
+SOURCE_WORDS = {
+    "LMS file name": "the LMS's file name",
+    "zip entry time": "the LMS download's file time",
+    "timestamp.txt": "the timestamp.txt handed in with the work, the learner's own claim",
+    "folder time": "the notebook's file time",
+}
+SOURCES = tuple(SOURCE_WORDS)
 # The witnesses that are the learner's own files: nbgrader writes timestamp.txt with the
 # learner's permissions, and a copy or `touch` sets a file's time. The LMS's are the others.
 LEARNER_CLAIMED = {

@@ -90,14 +90,13 @@ def assess(root: Path, scores: Scores, failed: dict[Key, str] | None = None) -> 
     policy = late.load(root)
     handed, problems = late.handed_times(root, sorted({*finished, *failed}), policy.zone)
     graded = apply_late(finished, handed, policy)
-    problems += [
-        Problem(
-            *key,
-            f"late by {late.SOURCE_WORDS[when.source]} only, not deducted: check when it was handed in",
-        )
-        for key, grade in sorted(graded.items())
-        if grade.late.days and (when := handed[key]) is not None and when.source in intake_time.UNPROVEN
-    ]
+    for key, grade in sorted(graded.items()):
+        when = handed[key]
+        if grade.late.days and when is not None and when.source in intake_time.UNPROVEN:
+            witness = intake_time.SOURCE_WORDS[when.source]
+            problems.append(
+                Problem(*key, f"late by {witness} only, not deducted: check when it was handed in")
+            )
     return Grades(graded, failed, handed, policy, problems)
 
 

@@ -76,13 +76,6 @@ DUE_EXPECTED = (
     'a date and time such as "2026-12-04 23:59" (in the course\'s time zone) or "2026-12-04 23:59+01:00"'
 )
 DAY_S = 24 * 3600
-# How a statement names the witness of a hand-in time (intake_time.SOURCES).
-SOURCE_WORDS = {
-    "LMS file name": "the LMS's file name",
-    "zip entry time": "the LMS download's file time",
-    "timestamp.txt": "the timestamp.txt handed in with the work, the learner's own claim",
-    "folder time": "the notebook's file time",
-}
 
 
 @dataclass(frozen=True)
@@ -270,7 +263,7 @@ def assess(policy: Policy, student: str, lesson: str, handed: Handed | None, sco
     if handed is None:
         return Late(0, 0.0, score, f"No hand-in time was recorded, so no late penalty applies ({due_text}).")
     days = lateness(handed.at, due)
-    witness = SOURCE_WORDS[handed.source]
+    witness = intake_time.SOURCE_WORDS[handed.source]
     handed_text = f"Handed in {_shown(handed.at, policy.zone)} ({policy.zone.key}; time taken from {witness})"
     if days == 0:
         return Late(0, 0.0, score, f"{handed_text}, on time for {due_text}.")
