@@ -21,7 +21,7 @@ from nbformat.warnings import MissingIDFieldWarning
 from nbgrader.api import Gradebook, MissingEntry
 
 from autograder import lessons
-from autograder.engine import intake, intake_time, parallel, verdicts
+from autograder.engine import durations, intake, intake_time, parallel, verdicts
 from autograder.engine import workspace as layout
 from autograder.engine.kernels.sandbox import Limits
 from autograder.engine.kernels.sandbox import problem as sandbox_problem
@@ -64,16 +64,6 @@ def _write_config_file(path: Path, text: str) -> None:
     partial.write_text(text)
     partial.chmod(0o600)
     partial.replace(path)
-
-
-def _duration(seconds: float) -> str:
-    """'42 s', '3 min 5 s', '2 h 10 min': an ETA a person reads at a glance."""
-    seconds = round(seconds)
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min {seconds % 60} s"
-    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
 
 
 class SandboxUnavailable(RuntimeError):
@@ -227,7 +217,9 @@ class Pipeline:
             left = (time.perf_counter() - start) / index * (len(pairs) - index)
             seconds = f"{outcome.seconds:.1f} s (judge {outcome.judge_seconds:.1f} s)"
             where = f"{outcome.lesson} / {outcome.student}"
-            self.log(f"[{index}/{len(pairs)}] autograde {where}: {seconds}; about {_duration(left)} to go")
+            self.log(
+                f"[{index}/{len(pairs)}] autograde {where}: {seconds}; about {durations.in_words(left)} to go"
+            )
         return done
 
     def _gradable(self, pairs: list[Key]) -> list[Key]:

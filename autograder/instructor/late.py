@@ -49,7 +49,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from autograder import lessons
-from autograder.engine import intake_time
+from autograder.engine import durations, intake_time
 from autograder.engine.intake_time import Handed
 from autograder.engine.submission import Problem
 from autograder.engine.workspace import (
@@ -267,7 +267,7 @@ def assess(policy: Policy, student: str, lesson: str, handed: Handed | None, sco
     handed_text = f"Handed in {_shown(handed.at, policy.zone)} ({policy.zone.key}; time taken from {witness})"
     if days == 0:
         return Late(0, 0.0, score, f"{handed_text}, on time for {due_text}.")
-    after = _duration((handed.at.astimezone(UTC) - due.astimezone(UTC)).total_seconds())
+    after = durations.in_words((handed.at.astimezone(UTC) - due.astimezone(UTC)).total_seconds())
     counted = f"{handed_text}, {after} after {due_text}, counted as {days} day{'s' * (days != 1)} late"
     if handed.source in intake_time.UNPROVEN:  # a copy's or a download's time: no proof of the hand-in
         return Late(days, 0.0, score, f"{counted} by the file's time alone; {UNPROVEN}")
@@ -294,15 +294,3 @@ def _shown(moment: datetime, zone: ZoneInfo) -> str:
     """'2026-12-04 23:59' in the course's zone, with seconds only when there are some."""
     local = moment.astimezone(zone)
     return local.strftime("%Y-%m-%d %H:%M:%S" if local.second or local.microsecond else "%Y-%m-%d %H:%M")
-
-
-def _duration(seconds: float) -> str:
-    """'1 s', '10 h 31 min', '3 days 2 h': the two largest units of an interval."""
-    seconds = math.ceil(seconds)
-    units = [("day", DAY_S), ("h", 3600), ("min", 60), ("s", 1)]
-    parts = []
-    for name, size in units:
-        count, seconds = divmod(seconds, size)
-        if count:
-            parts.append(f"{count} {name}{'s' if name == 'day' and count != 1 else ''}")
-    return " ".join(parts[:2])
