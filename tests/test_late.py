@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from nbgrader.coursedir import CourseDirectory
 
-from autograder.engine import intake_time
+from autograder.engine import durations, intake_time
 from autograder.engine.intake import BLACKBOARD
 from autograder.engine.intake_time import Handed
 from autograder.instructor import late
@@ -320,3 +320,14 @@ def test_a_hand_in_time_must_carry_a_zone_and_a_known_source():
         Handed(datetime(2026, 12, 5, 10, 30), "folder time")
     with pytest.raises(ValueError, match="unknown source"):
         Handed(datetime(2026, 12, 5, 10, 30, tzinfo=UTC), "the student said so")
+
+
+@pytest.mark.parametrize(
+    ("seconds", "words"),
+    [(0, "0 s"), (0.2, "1 s"), (59.5, "1 min"), (185, "3 min 5 s"), (37860, "10 h 31 min"),
+     (86400, "1 day"), (88260, "1 day 31 min"), (180100, "2 days 2 h")],
+)  # fmt: skip
+def test_an_interval_reads_as_its_two_largest_units_rounded_up(seconds, words):
+    """One spelling for the time left in a run and for how late a hand-in was: a fraction of a
+    second late is '1 s', never '0 s' (on time)."""
+    assert durations.in_words(seconds) == words
