@@ -13,12 +13,13 @@ from nbgrader.coursedir import CourseDirectory
 from autograder.engine import durations, intake_time
 from autograder.engine.intake import BLACKBOARD
 from autograder.engine.intake_time import Handed
+from autograder.engine.workspace import Key
 from autograder.instructor import late
 
 BERLIN = ZoneInfo("Europe/Berlin")
 DUE = datetime(2026, 12, 4, 23, 59, tzinfo=BERLIN)  # 22:59 UTC: Berlin is UTC+1 in December
 POLICY = late.Policy(
-    BERLIN, {"01_embedding": DUE}, {("cho", "01_embedding"): DUE + timedelta(days=3)}, 10, 50
+    BERLIN, {"01_embedding": DUE}, {Key("cho", "01_embedding"): DUE + timedelta(days=3)}, 10, 50
 )
 
 

@@ -84,15 +84,16 @@ class Policy:
 
     zone: ZoneInfo = field(default_factory=lambda: ZoneInfo("UTC"))
     due: dict[str, datetime] = field(default_factory=dict)
-    extensions: dict[tuple[str, str], datetime] = field(default_factory=dict)
+    extensions: dict[Key, datetime] = field(default_factory=dict)
     per_day: float = 0.0
     cap: float = 100.0
 
     def due_for(self, student: str, lesson: str) -> tuple[datetime | None, bool]:
         """The due date that holds for ``student`` in ``lesson`` (None: none), and whether it is
         an extension."""
-        if (student, lesson) in self.extensions:
-            return self.extensions[student, lesson], True
+        extended = self.extensions.get(Key(student, lesson))
+        if extended is not None:
+            return extended, True
         return self.due.get(lesson), False
 
 
@@ -183,7 +184,7 @@ def _percent(table: dict, key: str, default: float, path: Path) -> float:
     return float(value)
 
 
-def _extensions(path: Path, zone: ZoneInfo) -> dict[tuple[str, str], datetime]:
+def _extensions(path: Path, zone: ZoneInfo) -> dict[Key, datetime]:
     """(student, lesson) -> due date, from extensions.csv (none when there is no file)."""
     if not path.is_file():
         return {}
@@ -196,7 +197,7 @@ def _extensions(path: Path, zone: ZoneInfo) -> dict[tuple[str, str], datetime]:
         raise CourseFileError(
             f"{path}: line 1 is {rows[0] if rows else 'missing'}; expected the header student,lesson,due"
         )
-    found: dict[tuple[str, str], datetime] = {}
+    found: dict[Key, datetime] = {}
     for number, row in enumerate(rows[1:], 2):
         if not any(cell.strip() for cell in row):
             continue
@@ -209,11 +210,11 @@ def _extensions(path: Path, zone: ZoneInfo) -> dict[tuple[str, str], datetime]:
         if not STUDENT_ID.fullmatch(student):
             raise CourseFileError(f"{where}: {student!r} is not a student id ({STUDENT_ID_RULE})")
         known_lesson(lesson, where)
-        if (student, lesson) in found:
+        if Key(student, lesson) in found:
             raise CourseFileError(
                 f"{where}: a second extension for {student} in {lesson}; expected one per student and lesson"
             )
-        found[student, lesson] = _due(due, zone, f"{where}: due")
+        found[Key(student, lesson)] = _due(due, zone, f"{where}: due")
     return found
 
 
