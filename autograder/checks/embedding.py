@@ -48,12 +48,17 @@ def embedding_module(cls, vocab_size: int, d_model: int):
     module = core.build(EXERCISE, cls, vocab_size, d_model)
     how = "create it in __init__ with self.lut = nn.Embedding(vocab_size, d_model)."
     lut = core.expect_attribute(EXERCISE, module, "lut", nn.Embedding, "an nn.Embedding", how)
+    expect_lut_size(EXERCISE, lut, vocab_size, d_model, "nn.Embedding")
+    return module
+
+
+def expect_lut_size(exercise: str, lut: nn.Embedding, vocab_size: int, d_model: int, spelled: str) -> None:
+    """``lut`` holds vocab_size rows of d_model; ``spelled`` is its class as the learner writes it."""
     if (lut.num_embeddings, lut.embedding_dim) != (vocab_size, d_model):
         raise core.CheckFailure(
-            f"{EXERCISE}: expected lut = nn.Embedding(vocab_size, d_model) = nn.Embedding({vocab_size}, "
-            f"{d_model}), got nn.Embedding({lut.num_embeddings}, {lut.embedding_dim})"
+            f"{exercise}: expected lut = {spelled}(vocab_size, d_model) = {spelled}({vocab_size}, "
+            f"{d_model}), got {spelled}({lut.num_embeddings}, {lut.embedding_dim})"
         )
-    return module
 
 
 def compare(module, tokens: torch.Tensor, expected: Expected) -> None:

@@ -27,7 +27,7 @@ from autograder import libtorch
 from autograder.checks import core, multi_head
 from autograder.checks.answers import Expected, answer
 from autograder.checks.device import random_mask, random_tensor
-from autograder.checks.embedding import tokens_for
+from autograder.checks.embedding import expect_lut_size, tokens_for
 from autograder.checks.eval_mode import DROPOUT_IN_EVAL, EVAL_DROPOUT, expect_dropout_off_in_eval
 from autograder.checks.feed_forward import torch_encoder_layer, torch_feed_forward
 from autograder.checks.multi_head import keeps_global_rng, torch_expected
@@ -108,11 +108,7 @@ def embedding_module(cls, vocab_size: int, d_model: int):
     module = built(EMBEDDING, cls, vocab_size, d_model)
     how = REGISTER.format(name="lut") + " (a torch::nn::Embedding(vocab_size, d_model))."
     lut = core.expect_attribute(EMBEDDING, module, "lut", nn.Embedding, "a torch::nn::Embedding", how)
-    if (lut.num_embeddings, lut.embedding_dim) != (vocab_size, d_model):
-        raise core.CheckFailure(
-            f"{EMBEDDING}: expected lut = torch::nn::Embedding(vocab_size, d_model) = "
-            f"({vocab_size}, {d_model}), got ({lut.num_embeddings}, {lut.embedding_dim})"
-        )
+    expect_lut_size(EMBEDDING, lut, vocab_size, d_model, "torch::nn::Embedding")
     return module
 
 
