@@ -199,3 +199,15 @@ def test_only_verdicts_grade_calls_the_grading_itself():
         if _grading_calls(path.read_text())
     }
     assert callers == {"autograder/engine/verdicts.py"}
+
+
+def test_a_verdict_is_written_beside_another_hosts_unfinished_one(tmp_path, monkeypatch):
+    """Dask workers on two hosts share the workspace and may have the same process id: a verdict's
+    temporary file must not be one another writer holds. The other host's unfinished file (here a
+    folder by the name a pid-only scheme would pick) stays, and the verdict is written whole."""
+    monkeypatch.setattr(verdicts.os, "getpid", lambda: 4242)
+    target = verdicts.path(tmp_path, LESSON, "ada")
+    target.parent.mkdir(parents=True)
+    (target.parent / f".{target.name}.4242").mkdir()  # another host's write, under way
+    verdicts.write(tmp_path, submission.Graded(LESSON, "ada", {CELL: (1.0, 2.0)}, []))
+    assert _fresh(tmp_path, "ada") and (target.parent / f".{target.name}.4242").is_dir()

@@ -24,6 +24,7 @@ on a stub that still raises NotImplementedError (false in files written before i
 
 import json
 import os
+import tempfile
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -88,9 +89,11 @@ def write(workspace: Path, graded: Graded) -> Path:
     """Record ``graded`` (replacing the submission's earlier verdict, whole at every moment)."""
     target = path(workspace, graded.lesson, graded.student)
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.name}.{os.getpid()}")
-    partial.write_text(json.dumps(asdict(of(graded)), indent=1, ensure_ascii=False) + "\n")
-    partial.replace(target)
+    # a name no other writer holds, on this host or another that shares the workspace (Dask)
+    handle, partial = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    with os.fdopen(handle, "w", encoding="utf-8") as file:
+        file.write(json.dumps(asdict(of(graded)), indent=1, ensure_ascii=False) + "\n")
+    os.replace(partial, target)
     return target
 
 
