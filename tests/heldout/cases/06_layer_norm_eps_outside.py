@@ -1,0 +1,18 @@
+# exercise: LayerNorm
+# mistake: adds eps to the standard deviation (outside the square root)
+# ruff: noqa: N806, E741, B905, E501 - a learner's style, kept as written
+import torch
+from torch import nn
+
+
+class LayerNorm(nn.Module):
+    def __init__(self, d_model: int, eps: float = 1e-5):
+        super().__init__()
+        self.gamma = nn.Parameter(torch.ones(d_model))
+        self.beta = nn.Parameter(torch.zeros(d_model))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mean = x.mean(-1, keepdim=True)
+        std = x.std(-1, keepdim=True, unbiased=False)
+        return self.gamma * (x - mean) / (std + self.eps) + self.beta

@@ -1,0 +1,21 @@
+# exercise: greedy_decode
+# mistake: decodes with tgt_mask=None ("the mask is only for training"), so earlier positions see later ones inside the decoder
+# ruff: noqa: N806, E741, B905, E501 - a learner's style, kept as written
+import torch
+
+
+@torch.no_grad()
+def greedy_decode(model, src, src_mask, max_len, start_symbol, end_symbol=None):
+    memory = model.encode(src, src_mask)
+    ys = torch.full((src.size(0), 1), start_symbol, dtype=torch.long, device=src.device)
+    finished = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+    for _ in range(max_len - 1):
+        out = model.decode(memory, src_mask, ys, None)
+        next_token = model.generator(out[:, -1]).argmax(dim=-1)
+        if end_symbol is not None:
+            next_token = next_token.masked_fill(finished, end_symbol)
+            finished |= next_token == end_symbol
+        ys = torch.cat([ys, next_token[:, None]], dim=1)
+        if end_symbol is not None and finished.all():
+            break
+    return ys

@@ -1,0 +1,15 @@
+# exercise: train_step
+# mistake: never clears the old gradients, so they accumulate from step to step
+# ruff: noqa: N806, E741, B905, E501 - a learner's style, kept as written
+from solutions.training import sequence_loss
+
+
+def train_step(model, batch, optimizer, pad_id, smoothing=0.0, scheduler=None):
+    model.train()
+    out = model(batch["src"], batch["tgt_in"], batch["src_mask"], batch["tgt_mask"])
+    loss = sequence_loss(model.generator(out), batch["tgt_out"], pad_id, smoothing)
+    loss.backward()
+    optimizer.step()
+    if scheduler is not None:
+        scheduler.step()
+    return loss.item()
