@@ -156,3 +156,34 @@ def test_a_cuda_build_without_a_cuda_runtime_leaves_no_notice_in_a_first_cell(ca
     finally:
         logger.addFilter(course_filter)
     assert [r.getMessage() for r in caplog.records] == [notice]
+
+
+def _mask_on_the_cpu(size, device=None):
+    """causal_mask as a learner writes it who never passes ``device`` on: right on the CPU."""
+    return torch.ones(size, size, dtype=torch.bool).tril()
+
+
+def test_a_causal_mask_that_ignores_its_device_is_told_so_though_the_checks_run_on_the_cpu():
+    """Every value of this mask is right, and the checks compute on the CPU: the first visible
+    check that fails says that the device argument is not used, as asking for a mask on 'meta' shows.
+    The reference and a mask built by comparison (whose meta call works) pass."""
+    from autograder.checks import CheckFailure
+    from tests.helpers import CHECKS
+
+    said = []
+    for check in CHECKS["causal_mask"]:
+        try:
+            check(_mask_on_the_cpu)
+        except CheckFailure as failure:
+            said.append(str(failure))
+    assert said and "the device argument is not used" in said[0], said
+
+    def compared(size, device=None):
+        index = torch.arange(size, device=device)
+        return index[None, :] <= index[:, None]
+
+    import solutions
+
+    for honest in (solutions.causal_mask, compared):
+        for check in CHECKS["causal_mask"]:
+            check(honest)

@@ -182,7 +182,30 @@ def compare_causal(fn, size: int, expected: Expected | None = None) -> torch.Ten
     mistakes = core.mistake_outputs(CAUSAL_MISTAKES, size, DEVICE)
     compare_mask(CAUSAL, actual, right, CAUSAL_LETTERS, mistakes, CAUSAL_RULE)
     core.expect_device(CAUSAL, "the mask", actual, DEVICE)
+    expect_built_on_the_device_asked(fn, size)
     return actual
+
+
+# A device other than the checks' own: the mask's shape, dtype and device, and no values.
+ELSEWHERE = torch.device("meta")
+
+
+def expect_built_on_the_device_asked(fn, size: int) -> None:
+    """causal_mask(size, device=meta) must give a mask on meta. The checks compute on the CPU, where
+    a mask that ignores ``device`` is right; on a learner's GPU it then fails to meet the scores.
+    A call that cannot run on meta (code that reads values) proves nothing and says nothing."""
+    try:
+        asked = fn(size, device=ELSEWHERE)
+    except Exception:  # noqa: BLE001 - the learner's code, on a device it may not support
+        return
+    if isinstance(asked, torch.Tensor) and asked.device.type != ELSEWHERE.type:
+        raise core.CheckFailure(
+            f"{CAUSAL}: asked for a mask on another device (causal_mask({size}, device=torch.device("
+            f"'{ELSEWHERE.type}'))), it gave one on {asked.device.type}: the device argument is not used. "
+            "On a GPU the mask would then sit on the CPU beside scores on the GPU, and attention fails. "
+            "Build it there: torch.ones(size, size, dtype=torch.bool, device=device).tril(), or pass "
+            "device=device to whatever makes it."
+        )
 
 
 # what it likely means when the batch size meets the length in a shape error
