@@ -220,6 +220,8 @@ def _loss_variant(
         total = loss.sum()
     elif reduce == "rows":
         total = (loss.sum(dim=1) / keep.sum(dim=1)).mean()
+    elif reduce == "batch":  # each sentence's summed loss, averaged over the B sentences
+        total = loss.sum() / target.size(0)
     elif reduce == "all positions":  # the padding left out of the sum, but counted in the denominator
         total = loss.sum() / target.numel()
     else:
