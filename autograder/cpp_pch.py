@@ -23,19 +23,30 @@ from pathlib import Path
 import torch
 
 HEADER = "course_torch.h"  # the compiler reads course_torch.h.gch beside it
+PCH_MB = 700  # about the size of the .gch, in MB
 
 
 def flags() -> list[str]:
-    """The flags torch's ninja file compiles a unit with, less the unit's own name (a precompiled
-    header is used only by a compile with the same flags)."""
+    """The flags a unit compiles with, as torch's own extension builds (less the unit's name and
+    ``-DTORCH_API_INCLUDE_EXTENSION_H``, with which ``torch/torch.h`` would bring Python and
+    pybind11: only the binding object, ``cpp_binding``, includes those). A precompiled header is
+    used only by a compile with the same flags."""
     from torch.utils.cpp_extension import include_paths
 
     folders = [*include_paths(), sysconfig.get_paths()["include"]]
+    return [*(f"-isystem{folder}" for folder in folders), "-fPIC", "-std=c++20"]
+
+
+def link_flags() -> list[str]:
+    """What a build's library links against, as torch's extension builds: torch's own libraries."""
+    from torch.utils.cpp_extension import library_paths
+
     return [
-        "-DTORCH_API_INCLUDE_EXTENSION_H",
-        *(f"-isystem{folder}" for folder in folders),
-        "-fPIC",
-        "-std=c++20",
+        *(f"-L{folder}" for folder in library_paths()),
+        "-lc10",
+        "-ltorch_cpu",
+        "-ltorch",
+        "-ltorch_python",
     ]
 
 
@@ -99,7 +110,7 @@ def for_build(
     folder = roots[0] / folder_name(head)
     print(
         "The first C++ build on this machine precompiles torch's headers once (1 to 3 minutes, about "
-        f"800 MB in {folder}); later builds then take seconds.",
+        f"{PCH_MB} MB in {folder}); later builds then take seconds.",
         flush=True,
     )
     try:

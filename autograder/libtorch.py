@@ -1,8 +1,9 @@
 """Lesson 12's C++ modules: compile a learner's LibTorch source and use it from Python.
 
 ``compile_module`` adds to a learner's ``torch::nn::Module`` (``struct EmbeddingImpl``) what the
-learner does not write (the pybind11 binding, with the contract's arguments), compiles it with
-``torch.utils.cpp_extension.load_inline``, and returns a ``CppModule`` subclass: a real
+learner does not write (a few lines that hand it to the course's Python binding, ``cpp_binding``,
+with the contract's arguments), compiles that unit with g++, links it with the binding object
+(compiled once per cache), and returns a ``CppModule`` subclass: a real
 ``nn.Module`` whose submodules are Python ``nn.Linear`` and ``nn.Embedding`` holding the C++
 module's very tensors, so ``load_state_dict``, ``.to(dtype)`` and earlier lessons' checks work.
 Each class made here is recorded (``binding_built``): lesson 12's checks take nothing else.
@@ -10,7 +11,8 @@ Each class made here is recorded (``binding_built``): lesson 12's checks take no
 Builds are cached by a hash of the unit, torch's version and the flags (``COURSE_CPP_CACHE``, else
 beside torch's own extensions): a source compiles once per cache, is imported once per process.
 Builds read torch's headers precompiled (``cpp_pch``): made by a learner's first build where
-``COURSE_CPP_CACHE`` is not set; in grading, made by the grader only and read by kernels.
+``COURSE_CPP_CACHE`` is not set; in grading, made by the grader only and read by kernels. The
+binding object is made alike, by the first build that finds none (in grading: by the grader).
 nbgrader's Python stub lines become a C++ comment and ``TORCH_CHECK_NOT_IMPLEMENTED`` (Python's
 ``NotImplementedError``), so an unwritten body compiles, as the Python lessons' stubs run. A new
 build is tried once in a throwaway process (``cpp_probe``) before it is cached, so that a crash in
@@ -22,10 +24,12 @@ import inspect
 import os
 import re
 import shutil
+import subprocess
 import sys
 import sysconfig
 import time
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -34,7 +38,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from autograder import cpp_pch
+from autograder import cpp_binding, cpp_pch
+from autograder.cpp_binding import BINDINGS, Argument
 from autograder.cpp_probe import CppCrashed, Trial, import_library, run_bounded, try_build
 
 CACHE_VARIABLE = "COURSE_CPP_CACHE"
@@ -47,87 +52,6 @@ STUB_COMMENT = "# YOUR CODE HERE"
 STUB_RAISE = "raise NotImplementedError()"
 CPP_STUB_COMMENT = "// YOUR CODE HERE"
 CPP_STUB_RAISE = 'TORCH_CHECK_NOT_IMPLEMENTED(false, "not implemented yet");'
-
-
-@dataclass(frozen=True)
-class Argument:
-    """One argument of a bound constructor or forward: its C++ type, its name, and its default as
-    C++ (``"0.0"``; ``"py::none()"`` for an optional tensor) or None when it has none."""
-
-    cpp_type: str
-    name: str
-    default: str | None = None
-
-    def declaration(self) -> str:
-        return f"{self.cpp_type} {self.name}"
-
-    def py_arg(self) -> str:
-        default = "" if self.default is None else f" = {self.default}"
-        return f'py::arg("{self.name}"){default}'
-
-
-@dataclass(frozen=True)
-class Binding:
-    """What the course binds of a learner's module ``<name>Impl``: its constructor's and forward's
-    arguments (the contract's names), and C++ members Python may read (``attn``)."""
-
-    name: str
-    init: tuple[Argument, ...]
-    forward: tuple[Argument, ...]
-    readable: tuple[str, ...] = ()
-
-    def source(self, namespace: str = "", python_name: str | None = None) -> str:
-        """The pybind11 code: a class ``python_name`` (default: the binding's name) over
-        ``std::shared_ptr<<namespace><name>Impl>``."""
-        impl = f"{namespace}{self.name}Impl"
-        init_types = ", ".join(arg.cpp_type for arg in self.init)
-        init_args = "".join(f", {arg.py_arg()}" for arg in self.init)
-        forward_params = ", ".join(arg.declaration() for arg in self.forward)
-        forward_names = ", ".join(arg.name for arg in self.forward)
-        forward_args = "".join(f", {arg.py_arg()}" for arg in self.forward)
-        lines = [
-            f"  py::class_<{impl}, torch::nn::Module, std::shared_ptr<{impl}>>"
-            f'(m, "{python_name or self.name}")',
-            f"      .def(py::init<{init_types}>(){init_args})",
-            f'      .def("forward", []({impl}& self, {forward_params}) {{'
-            f" return self.forward({forward_names}); }}{forward_args})",
-        ]
-        lines += [
-            f'      .def_property_readonly("{member}", []({impl}& self) {{ return self.{member}; }})'
-            for member in self.readable
-        ]
-        return "\n".join(lines) + ";"
-
-
-TENSOR = "torch::Tensor"
-OPTIONAL_TENSOR = "std::optional<torch::Tensor>"
-BINDINGS = {
-    "Embedding": Binding(
-        "Embedding",
-        (Argument("int64_t", "vocab_size"), Argument("int64_t", "d_model")),
-        (Argument(TENSOR, "tokens"),),
-    ),
-    "PositionwiseFeedForward": Binding(
-        "PositionwiseFeedForward",
-        (Argument("int64_t", "d_model"), Argument("int64_t", "d_ff"), Argument("double", "dropout", "0.0")),
-        (Argument(TENSOR, "x"),),
-    ),
-    "MultiHeadAttention": Binding(
-        "MultiHeadAttention",
-        (
-            Argument("int64_t", "d_model"),
-            Argument("int64_t", "n_heads"),
-            Argument("double", "dropout", "0.0"),
-        ),
-        (
-            Argument(TENSOR, "query"),
-            Argument(TENSOR, "key"),
-            Argument(TENSOR, "value"),
-            Argument(OPTIONAL_TENSOR, "mask", "py::none()"),
-        ),
-        readable=("attn",),
-    ),
-}
 
 
 class CompilerMissing(RuntimeError):
@@ -186,12 +110,13 @@ def _hoisted(source: str) -> tuple[list[str], str]:
     return includes, "\n".join(lines)
 
 
-UNIT_HEAD = ("#include <torch/extension.h>", "#include <cmath>", "#include <limits>", "#include <optional>")
+UNIT_HEAD = ("#include <torch/torch.h>", "#include <cmath>", "#include <limits>", "#include <optional>")
 
 
 def translation_unit(parts: list[Part]) -> str:
     """One C++ file: each part in its own namespace (``#line`` keeps the learner's own line numbers),
-    then the bindings, one Python class per part, named by its label."""
+    then the lines that hand each part to the binding object (``cpp_binding.glue``), which gives
+    Python one constructor per part, named by its label."""
     head = list(UNIT_HEAD)
     body = []
     for part in parts:
@@ -203,15 +128,21 @@ def translation_unit(parts: list[Part]) -> str:
             source,
             "}",
         ]
-    bindings = [BINDINGS[part.binding].source(f"{NAMESPACE}{part.label}::", part.label) for part in parts]
-    tail = ['#line 1 "course_bindings.cpp"', "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {", *bindings, "}"]
-    return "\n".join(head + body + tail) + "\n"
+    glue = cpp_binding.glue([(part.label, part.binding, f"{NAMESPACE}{part.label}::") for part in parts])
+    return "\n".join(head + body) + "\n" + glue
 
 
 def build_key(unit: str) -> str:
-    """A hash of everything the build depends on: the file, torch's version, the flags, g++'s path."""
+    """A hash of everything the build depends on: the file, torch's version, the flags, g++'s path,
+    the binding object it links."""
     digest = hashlib.sha256()
-    for part in (unit, torch.__version__, " ".join(EXTRA_CFLAGS), shutil.which("c++") or ""):
+    for part in (
+        unit,
+        torch.__version__,
+        " ".join(EXTRA_CFLAGS),
+        shutil.which("c++") or "",
+        cpp_binding.folder_name(),
+    ):
         digest.update(part.encode())
         digest.update(b"\0")
     return digest.hexdigest()[:20]
@@ -306,19 +237,25 @@ def finished_library(name: str) -> Path | None:
 
 
 def build_library(name: str, unit: str, parts: list[Part], verbose: bool = False) -> Path:
-    """Compile ``unit`` into the first cache, in a child process under the compile-time limit (so
-    that a runaway build ends, and ends with a message); the library's path."""
+    """Compile ``unit`` into the first cache and link it with the binding object, the compiler run
+    under the compile-time limit (so that a runaway build ends, and ends with a message); the
+    library's path, once a throwaway process has tried it."""
     folder = cache_roots()[0] / name
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "unit.cpp").write_text(unit)
     made_here = not os.environ.get(CACHE_VARIABLE)  # a learner's machine; never a grading kernel
-    pch = cpp_pch.for_build(cache_roots(), UNIT_HEAD, FINISHED, compile_limit_s(), made_here)
-    command = [sys.executable, "-m", "autograder.libtorch", "build", str(folder), name]
-    command += [f"--pch={pch}"] if pch is not None else []
-    labels = ", ".join(part.label for part in parts)
+    limit, labels = compile_limit_s(), ", ".join(part.label for part in parts)
+    with ThreadPoolExecutor(1) as pool:  # a first build makes both at once, on two cores
+        made = pool.submit(cpp_binding.for_build, cache_roots(), FINISHED, limit)
+        pch = cpp_pch.for_build(cache_roots(), UNIT_HEAD, FINISHED, limit, made_here)
+    try:
+        binding = made.result()
+    except subprocess.TimeoutExpired as error:
+        raise CompileError(f"{labels}: the course's binding did not compile within {limit:.0f} s") from error
+    except (RuntimeError, OSError) as error:
+        raise CompileError(f"{labels}: {error}") from error
     print(f"compiling {labels} in C++ ...", flush=True)
-    limit = compile_limit_s()
-    finished = run_bounded(command, limit)
+    finished = run_within(build_commands(folder, name, pch, binding), limit)
     if finished is None:
         raise CompileError(f"{labels}: the C++ did not compile within {limit:.0f} s, the limit for one build")
     log, returncode = finished
@@ -326,10 +263,37 @@ def build_library(name: str, unit: str, parts: list[Part], verbose: bool = False
         print(log)
     if returncode != 0:
         raise CompileError(first_error(log, {part.label: part.source for part in parts}))
+    (folder / f"{name}.o").unlink()  # in the library now: the cache keeps the library only
     library = folder / f"{name}.so"
     try_build(name, library, [trial(part) for part in parts])  # before any kernel of a learner's imports it
     (folder / FINISHED).write_text(unit)
     return library
+
+
+def build_commands(folder: Path, name: str, pch: Path | None, binding: Path) -> list[list[str]]:
+    """The compiler's two commands for the unit that waits in ``folder``: compile it (reading the
+    precompiled header ``pch`` first when there is one; include guards skip the unit's own
+    ``#include`` lines), then link it with the ``binding`` object into ``<name>.so``."""
+    compiler = os.environ.get("CXX", "c++")
+    pch_flags = ["-include", str(pch), "-Winvalid-pch"] if pch is not None else []
+    unit, objects = folder / "unit.cpp", folder / f"{name}.o"
+    compile_unit = [compiler, f"-DTORCH_EXTENSION_NAME={name}", *cpp_pch.flags(), *EXTRA_CFLAGS, *pch_flags]
+    link = [compiler, str(objects), str(binding), "-shared", *cpp_pch.link_flags()]
+    return [[*compile_unit, "-c", str(unit), "-o", str(objects)], [*link, "-o", str(folder / f"{name}.so")]]
+
+
+def run_within(commands: list[list[str]], limit_s: float) -> tuple[str, int] | None:
+    """Run ``commands`` one after the other until one fails, all within ``limit_s`` seconds: their
+    output and the last exit status, or None past the limit (``run_bounded``)."""
+    deadline, logs = time.monotonic() + limit_s, []
+    for command in commands:
+        finished = run_bounded(command, max(deadline - time.monotonic(), 0.01))
+        if finished is None:
+            return None
+        logs.append(finished[0])
+        if finished[1] != 0:
+            return "".join(logs), finished[1]
+    return "".join(logs), 0
 
 
 def trial(part: Part) -> Trial:
@@ -361,25 +325,6 @@ def compile_parts(parts: list[Part], verbose: bool = False) -> ModuleType:
         print(f"{', '.join(part.label for part in parts)}: {_NOTES[key]}", flush=True)
     _LOADED[key] = module
     return module
-
-
-def build_here(folder: Path, name: str, load: bool = True, pch: Path | None = None) -> None:
-    """The child's work in ``build_library``: load_inline on the unit that waits in ``folder``.
-    Without ``load`` the library is built (ninja, the compiler, the linker) and never imported:
-    the grader's trusted build step (autograder/engine/cpp_cache.py) runs no code it compiled.
-    ``pch``: a precompiled header (``cpp_pch``), read first; include guards skip the unit's own."""
-    from torch.utils import cpp_extension
-
-    pch_cflags = ["-include", str(pch), "-Winvalid-pch"] if pch is not None else []
-    if not load:  # load_inline imports through this one function, after the build
-        cpp_extension._import_module_from_library = lambda module, path, is_python_module: None
-    cpp_extension.load_inline(
-        name=name,
-        cpp_sources=[(folder / "unit.cpp").read_text()],
-        build_directory=str(folder),
-        extra_cflags=[*EXTRA_CFLAGS, *pch_cflags],
-        no_implicit_headers=True,
-    )
 
 
 def build_note(parts: list[Part]) -> str:
@@ -423,15 +368,18 @@ class CppModule(nn.Module):
     """A C++ ``torch::nn::Module`` seen from Python as an ``nn.Module``: its parameters and buffers
     are the C++ module's tensors, each C++ submodule appears under its name (as ``nn.Linear`` or
     ``nn.Embedding`` when it is one), so weights load by name and ``.double()`` changes what C++
-    computes with; ``forward`` runs the C++ forward, other bound members (``attn``) read through."""
+    computes with; ``forward`` runs the C++ forward, other bound members (``attn``) read through.
+    ``calls``: the binding's handle of a learner's module (``cpp_binding``), whose ``forward`` and
+    readable members call the learner's code; a submodule has none."""
 
-    def __init__(self, cpp_module: Any):
+    def __init__(self, cpp_module: Any, calls: Any = None):
         super().__init__()
         object.__setattr__(self, "cpp", cpp_module)
+        object.__setattr__(self, "calls", cpp_module if calls is None else calls)
         _share(self, cpp_module)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return self.cpp.forward(*args, **kwargs)
+        return self.calls.forward(*args, **kwargs)
 
     def train(self, mode: bool = True) -> "CppModule":
         self.cpp.train(mode)
@@ -441,9 +389,10 @@ class CppModule(nn.Module):
         try:
             return super().__getattr__(name)
         except AttributeError:
-            if name.startswith("_") or name == "cpp":
+            if name.startswith("_") or name in ("cpp", "calls"):
                 raise
-            return getattr(self.__dict__["cpp"], name)
+            calls = self.__dict__["calls"]
+            return getattr(calls if hasattr(calls, name) else self.__dict__["cpp"], name)
 
     def extra_repr(self) -> str:
         return f"C++ {_cpp_kind(self.cpp)}"
@@ -485,12 +434,13 @@ def binding_built(cls: object) -> str | None:
 
 
 def python_class(extension: ModuleType, part: Part, note: str = "") -> type[CppModule]:
-    """A Python class, named like the binding, whose instances are ``CppModule``s over the part's
-    C++ class ``extension.<label>`` (``note``: how its build was had)."""
-    cpp_class = getattr(extension, part.label)
+    """A Python class, named like the binding, whose instances are ``CppModule``s over the module
+    that the part's constructor ``extension.<label>`` makes (``note``: how its build was had)."""
+    make = getattr(extension, part.label)
 
     def construct(self: CppModule, *args: Any, **kwargs: Any) -> None:
-        CppModule.__init__(self, cpp_class(*args, **kwargs))
+        handle = make(*args, **kwargs)
+        CppModule.__init__(self, handle.module, handle)
 
     construct.__signature__ = python_signature(BINDINGS[part.binding].init)  # type: ignore[attr-defined]
     doc = f"The C++ {part.binding}, compiled ({part.label})."
@@ -561,28 +511,30 @@ class CppSource:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m autograder.libtorch build FOLDER NAME [--no-import] [--pch=HEADER]``: the child that
-    ``build_library`` starts (which imports what it built), or the grader's trusted build step's
-    (``--no-import``: build only); ``--pch``: the precompiled header to use."""
-    options = argv[3:]
-    pch = [option.removeprefix("--pch=") for option in options if option.startswith("--pch=")]
+    """``python -m autograder.libtorch build FOLDER NAME --binding=OBJECT [--pch=HEADER]``: the grader's
+    trusted build step (autograder/engine/cpp_cache.py) in its sandbox: ``build_commands`` on the
+    unit that waits in ``FOLDER``, within the compile-time limit; nothing it built is imported."""
+    options = dict(option.removeprefix("--").split("=", 1) for option in argv[3:] if "=" in option)
     if (
         argv[:1] != ["build"]
         or len(argv) < 3
-        or len(pch) > 1
-        or len(options) > len(pch) + ("--no-import" in options)
+        or "binding" not in options
+        or not set(options) <= {"binding", "pch"}
+        or len(options) != len(argv) - 3
     ):
         print(
-            "usage: python -m autograder.libtorch build FOLDER NAME [--no-import] [--pch=HEADER]",
+            "usage: python -m autograder.libtorch build FOLDER NAME --binding=OBJECT [--pch=HEADER]",
             file=sys.stderr,
         )
         return 2
-    try:
-        build_here(Path(argv[1]), argv[2], "--no-import" not in options, Path(pch[0]) if pch else None)
-    except RuntimeError as error:
-        print(error)
+    pch = Path(options["pch"]) if "pch" in options else None
+    commands = build_commands(Path(argv[1]), argv[2], pch, Path(options["binding"]))
+    finished = run_within(commands, compile_limit_s())
+    if finished is None:
+        print(f"did not compile within {compile_limit_s():.0f} s")
         return 1
-    return 0
+    print(finished[0])
+    return finished[1]
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
 """Lesson 12's shared cache of C++ builds (autograder/engine/cpp_cache.py): the grader fills it, kernels
 only read it, and no submission can make another import a library of its making.
 
-Builds are counted in the cache (its build log and folders), never timed. Three real compiles run
-here: the precompiled header, which the trusted step makes once (about 75 s of CPU, 0.8 GB), the
-reference's Embedding, built by the trusted step once for two submissions, and a variant that a
-kernel builds privately (about 17 s of CPU each with the header). Kernels are stood for by Python
+Builds are counted in the cache (its build log and folders), never timed. Four real compiles run
+here: the precompiled header and the binding object, which the trusted step makes once each (about
+40 s of CPU each; 0.8 GB and a few MB), the reference's Embedding, built by the trusted step once
+for two submissions, and a variant that a kernel builds privately (a few seconds of CPU each with
+the header). Kernels are stood for by Python
 processes in the grading kernels' sandbox: the same mounts (the workspace hidden, the shared cache
 bound read-only, a private /tmp) and the same environment (``kernel_environment``).
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import cpp_pch, libtorch
+from autograder import cpp_binding, cpp_pch, libtorch
 from autograder.engine import cpp_cache
 from autograder.engine.kernels import sandbox
 from autograder.engine.kernels.environment import CPP_CACHE_IN_SANDBOX
@@ -46,7 +47,9 @@ unit = libtorch.translation_unit([libtorch.cell_part("Embedding", {source!r})])
 out = cls(11, 4)(torch.tensor([[1, 2]]))
 library = libtorch.finished_library(libtorch.build_name(unit))
 pch = libtorch.cpp_pch.finished(libtorch.cache_roots(), libtorch.UNIT_HEAD, libtorch.FINISHED)
+binding = libtorch.cpp_binding.finished(libtorch.cache_roots(), libtorch.FINISHED)
 seen = {{"note": cls.build_note, "library": str(library), "shape": list(out.shape), "pch": str(pch)}}
+seen["binding"] = str(binding)
 print(json.dumps(seen))
 """
     done = in_kernel_sandbox(workspace, code)
@@ -115,6 +118,8 @@ def test_two_submissions_of_the_same_cpp_cost_one_build_and_the_second_kernel_im
     header = cpp_pch.finished([cache], libtorch.UNIT_HEAD, libtorch.FINISHED)
     assert header is not None and f"{header.parent.name} built" in pch_line
     assert header.read_text() == "\n".join(libtorch.UNIT_HEAD) + "\n"
+    [binding_line] = (cpp_cache.records(cache) / cpp_cache.BINDING_LOG).read_text().splitlines()
+    assert f"{cpp_binding.folder_name()} built" in binding_line  # the binding object: once, by the grader
     seen = kernel_compiles(workspace, CppEmbedding.source)
     assert seen["note"].startswith("loaded from the cache"), seen
     assert seen["library"] == str(cache / name / f"{name}.so") and seen["shape"] == [1, 2, 4]
@@ -154,8 +159,10 @@ def test_a_cell_not_prebuilt_still_builds_privately_in_its_kernel(graded):
     assert seen["library"].startswith("/tmp/course-cpp/") and seen["shape"] == [1, 2, 4]
     cache = cpp_cache.shared_cache(workspace)
     assert len(cpp_cache.builds_logged(cache)) == 1  # not in the shared cache
-    # it read the grader's precompiled header (the kernel finds it by name in the shared cache)
+    # it read the grader's precompiled header and linked the grader's binding object (the kernel
+    # finds them by name in the shared cache), and made neither of its own
     assert seen["pch"] == str(cpp_pch.finished([cache], libtorch.UNIT_HEAD, libtorch.FINISHED))
+    assert seen["binding"] == str(cpp_binding.finished([cache], libtorch.FINISHED))
 
 
 POISON = """
@@ -196,6 +203,7 @@ def test_a_trusted_build_stops_at_its_cells_time_which_is_the_submissions_own(tm
     if libtorch.missing_tools():
         pytest.skip(libtorch.explain_missing(libtorch.missing_tools()))
     monkeypatch.setattr(cpp_cache, "trusted_pch", lambda cache: None)  # the grader's own, not timed here
+    monkeypatch.setattr(cpp_cache, "trusted_binding", lambda cache: tmp_path / cpp_binding.OBJECT)
     folder = cpp_submission(tmp_path / "submitted" / "cy" / CPP_LESSON, REFERENCE_CELL)
     cache = tmp_path / cpp_cache.SHARED_FOLDER
     done = cpp_cache.prebuild(folder, CPP_LESSON, cache, Limits(), cell_limit_s=1)
@@ -232,6 +240,36 @@ def test_a_kernel_cannot_plant_a_precompiled_header_for_the_next_kernels(tmp_pat
     defended = in_kernel_sandbox(workspace, PLANT_PCH)
     assert defended.stdout.split() == ["refused", "Read-only", "file", "system"], defended.stderr
     assert cpp_pch.finished([cache], libtorch.UNIT_HEAD, libtorch.FINISHED) is None
+
+
+PLANT_BINDING = """
+import os
+from autograder import cpp_binding, libtorch
+folder = os.path.join(libtorch.cache_roots()[1], cpp_binding.folder_name())
+try:
+    os.makedirs(folder, exist_ok=True)
+    open(os.path.join(folder, cpp_binding.OBJECT), "wb").write(b"poison")
+    open(os.path.join(folder, libtorch.FINISHED), "w").write("")
+    print("planted")
+except OSError as error:
+    print("refused", error.strerror)
+"""
+
+
+def test_a_kernel_cannot_plant_a_binding_object_for_the_next_kernels(tmp_path):
+    """The binding object is linked into every build that finds it: one planted in the shared cache
+    would run a submission's code in every later kernel that builds."""
+    workspace = tmp_path / "workspace"
+    cache = cpp_cache.shared_cache(workspace)
+    attack = in_kernel_sandbox(workspace, PLANT_BINDING, defended=False)
+    assert attack.stdout.split() == ["planted"], attack.stderr  # without the defence: later builds link it
+    planted = cpp_binding.finished([cache], libtorch.FINISHED)
+    assert planted is not None and planted.read_bytes() == b"poison"
+    assert cpp_binding.finished([tmp_path / "kernel", cache], libtorch.FINISHED) == planted
+    cpp_cache.clean(workspace)
+    defended = in_kernel_sandbox(workspace, PLANT_BINDING)
+    assert defended.stdout.split() == ["refused", "Read-only", "file", "system"], defended.stderr
+    assert cpp_binding.finished([cache], libtorch.FINISHED) is None
 
 
 def test_the_clean_command_removes_the_cache_and_its_records_and_says_how_much(tmp_path, capsys):

@@ -104,7 +104,7 @@ def caches(tmp_path_factory):
         if how == "failed"
     }
 
-    def as_before(name, unit, cache, limits, hidden, limit_s):
+    def as_before(name, unit, cache, binding, limits, hidden, limit_s):
         """The build as the defended step had it, installed as install did before: with the unit."""
         if name in failed:
             return cpp_cache.Failure(failed[name], final=True)
@@ -118,6 +118,7 @@ def caches(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(cpp_cache, "build_trusted", as_before)
         patch.setattr(cpp_cache, "trusted_pch", lambda cache: None)  # before issue 34: no precompiled header
+        patch.setattr(cpp_cache, "trusted_binding", lambda cache: cache / "unused.o")  # nor binding object
         patch.setattr(cpp_cache, "records", lambda cache: cache)
         patch.setattr(cpp_cache, "open_only_by_name", listable)
         patch.setattr(sandbox, "open_only_by_name", listable)

@@ -3,24 +3,33 @@ a cache that may be read-only (autograder/libtorch.py).
 
 One real compile fails here (a C++ error, about 15 s: the compiler reads torch's headers before it
 meets the error, here past a precompiled header that is not one), and one build is stopped by a
-limit of one second. Builds go to a temporary cache.
+limit of one second. Builds go to a temporary cache, with the binding object (about 40 s of CPU)
+made once for the file in a second one, as a grading kernel reads the grader's.
 """
 
 import os
 
 import pytest
 
-from autograder import cpp_pch, libtorch
+from autograder import cpp_binding, cpp_pch, libtorch
 from autograder.checks import CheckFailure
 from autograder.checks import libtorch as checks
 from tests.helpers import BROKEN_CPP
 
 
-@pytest.fixture
-def private_cache(tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def binding_cache(tmp_path_factory):
+    """A cache that holds only the binding object, made once for this file."""
     if libtorch.missing_tools():
         pytest.skip(libtorch.explain_missing(libtorch.missing_tools()))
-    monkeypatch.setenv(libtorch.CACHE_VARIABLE, str(tmp_path))
+    root = tmp_path_factory.mktemp("binding")
+    cpp_binding.build(root / cpp_binding.folder_name(), libtorch.FINISHED, libtorch.compile_limit_s())
+    return root
+
+
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch, binding_cache):
+    monkeypatch.setenv(libtorch.CACHE_VARIABLE, f"{tmp_path}{os.pathsep}{binding_cache}")
     return tmp_path
 
 
@@ -96,20 +105,27 @@ def test_a_grading_kernel_never_makes_a_precompiled_header_and_a_learner_makes_o
     assert cpp_pch.for_build([tmp_path / "kernel", tmp_path / "shared"], head, mark, 60, make=False) == shared
 
 
-def test_a_build_reads_the_precompiled_header_before_the_unit(tmp_path, monkeypatch):
-    from torch.utils import cpp_extension
+def test_a_build_reads_the_precompiled_header_before_the_unit_and_links_the_binding(tmp_path):
+    header, binding = tmp_path / "pch" / cpp_pch.HEADER, tmp_path / cpp_binding.OBJECT
+    compile_unit, link = libtorch.build_commands(tmp_path, "course_0123", header, binding)
+    assert compile_unit[-4:] == ["-c", str(tmp_path / "unit.cpp"), "-o", str(tmp_path / "course_0123.o")]
+    at = compile_unit.index("-include")
+    assert compile_unit[at : at + 3] == ["-include", str(header), "-Winvalid-pch"]
+    assert "-DTORCH_EXTENSION_NAME=course_0123" in compile_unit  # the name of its PyInit
+    assert "-DTORCH_API_INCLUDE_EXTENSION_H" not in compile_unit  # torch/torch.h without Python
+    assert link[1:3] == [str(tmp_path / "course_0123.o"), str(binding)]
+    assert link[-2:] == ["-o", str(tmp_path / "course_0123.so")]
+    compile_unit, _ = libtorch.build_commands(tmp_path, "course_0123", None, binding)
+    assert "-include" not in compile_unit and "-Winvalid-pch" not in compile_unit
 
-    seen = {}
-    monkeypatch.setattr(cpp_extension, "load_inline", lambda **options: seen.update(options))
-    # build_here(load=False) replaces torch's import step for good: put it back after the test
-    monkeypatch.setattr(
-        cpp_extension, "_import_module_from_library", cpp_extension._import_module_from_library
-    )
-    (tmp_path / "unit.cpp").write_text("// a unit")
-    libtorch.build_here(tmp_path, "course_0123", load=False, pch=tmp_path / "pch" / cpp_pch.HEADER)
-    assert seen["extra_cflags"] == ["-include", str(tmp_path / "pch" / cpp_pch.HEADER), "-Winvalid-pch"]
-    libtorch.build_here(tmp_path, "course_0123", load=False)
-    assert seen["extra_cflags"] == []
+
+def test_a_unit_holds_no_python_and_hands_each_part_to_the_binding():
+    unit = libtorch.translation_unit([libtorch.Part("Mine", "MultiHeadAttention", "struct X {};")])
+    assert unit.startswith("#include <torch/torch.h>\n") and "extension.h" not in unit
+    assert "PYBIND11" not in unit and "py::" not in unit
+    assert "using Impl = course_Mine::MultiHeadAttentionImpl;" in unit
+    assert '{.label = "Mine", .MultiHeadAttention = &course_glue_Mine::calls}' in unit
+    assert "PyInit_course_binding()" in unit and "py::" in cpp_binding.source()
 
 
 CRASHING = """

@@ -14,15 +14,17 @@ exercises:
 - each distinct unit (``libtorch.translation_unit`` and ``libtorch.build_name``, as the kernel
   computes them) not yet in the cache is built in a sandbox of its own (``SandboxSpec``: read-only
   root, no network, the workspace hidden, a private writable folder, the kernels' limits) by
-  ``python -m autograder.libtorch build FOLDER NAME --no-import``: ninja and the compiler, nothing
+  ``python -m autograder.libtorch build FOLDER NAME --binding=OBJECT``: the compiler, nothing
   imported or run, within the time the exercise's cell would have had in the kernel;
 - the grader copies the library and an empty ``finished`` mark into ``<workspace>/cpp-cache/<name>/``
   as its own files (a staging folder renamed into place, so a kernel never sees half a build).
 
-The cache also holds the precompiled header (``autograder/cpp_pch.py``, ``pch-<hash>/``), which
-this step makes once, from the course's fixed ``#include`` lines and torch's headers only (nothing
-of a submission), before the first unit: the trusted builds and the kernels' own builds read it
-(about 10 s a module instead of 20 to 30 s); kernels never make one.
+The cache also holds the precompiled header (``autograder/cpp_pch.py``, ``pch-<hash>/``) and the
+binding object that every build links (``autograder/cpp_binding.py``, ``binding-<hash>/``), which
+this step makes once each, from the course's own text and torch's headers only (nothing of a
+submission), before the first unit: the trusted builds and the kernels' own builds read them
+(a few seconds a module instead of 20 to 30 s). Kernels never make either in the shared cache (a
+kernel that finds no binding object there makes one in its private folder, for itself).
 
 A kernel reads no other student's material there: the cache holds successful builds only, with no
 source, and kernels cannot list it (``UNLISTED``), so a kernel finds a build only by the hash of a
@@ -40,14 +42,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
-from autograder import cpp_pch, libtorch
+from autograder import cpp_binding, cpp_pch, libtorch
 from autograder.engine.flags import CPP_EXERCISES, cpp_cell
 from autograder.engine.kernels.environment import kernel_environment
 from autograder.engine.kernels.sandbox import (
@@ -66,6 +68,7 @@ SHARED_FOLDER = "cpp-cache"  # in the grading workspace: kernels read it (by nam
 RECORDS_FOLDER = "cpp-builds"  # beside it, the grader's alone: locks, failed marks, the build log
 BUILD_LOG = "builds.log"
 PCH_LOG = "pch.log"  # when the precompiled header was made, or why it could not be
+BINDING_LOG = "binding.log"  # the same for the binding object
 FAILED_SUFFIX = ".failed"
 CPP_LESSONS = frozenset(lesson for lesson, exercises in EXERCISES.items() if CPP_EXERCISES & set(exercises))
 
@@ -127,6 +130,9 @@ def prebuild(
     cache.mkdir(parents=True, exist_ok=True)
     open_only_by_name(cache)
     trusted_pch(cache)
+    binding = trusted_binding(cache)
+    if binding is None:  # the kernels build privately, and say why if they cannot either
+        return done
     for name, unit in units.items():
         with _locked(kept / f"{name}.lock"):  # parallel graders build each unit once
             if (cache / name / libtorch.FINISHED).is_file():
@@ -137,7 +143,7 @@ def prebuild(
                 continue
             began = time.perf_counter()
             failure = build_trusted(
-                name, unit, cache, limits, hidden, min(libtorch.compile_limit_s(), cell_limit_s)
+                name, unit, cache, binding, limits, hidden, min(libtorch.compile_limit_s(), cell_limit_s)
             )
             seconds = time.perf_counter() - began
             if failure is None:
@@ -155,20 +161,47 @@ def trusted_pch(cache: Path) -> Path | None:
     """The precompiled header in ``cache``, made now by the grader if missing (trusted text only: the
     course's ``#include`` lines and the headers they name), or None where it cannot be made (the
     builds then read the headers: slower, the same code). A failure is remembered and logged."""
-    kept = records(cache)
-    with _locked(kept / "pch.lock"):
-        found = cpp_pch.finished([cache], libtorch.UNIT_HEAD, libtorch.FINISHED)
-        failed = kept / f"{cpp_pch.folder_name(libtorch.UNIT_HEAD)}{FAILED_SUFFIX}"
+    folder = cache / cpp_pch.folder_name(libtorch.UNIT_HEAD)
+    return _trusted(
+        folder,
+        lambda: cpp_pch.finished([cache], libtorch.UNIT_HEAD, libtorch.FINISHED),
+        lambda: cpp_pch.build(folder, libtorch.UNIT_HEAD, libtorch.FINISHED, libtorch.compile_limit_s()),
+        PCH_LOG,
+    )
+
+
+def trusted_binding(cache: Path) -> Path | None:
+    """The binding object in ``cache``, made now by the grader if missing (trusted text only: the
+    course's binding code and torch's headers), or None where it cannot be made (then nothing is
+    prebuilt: each kernel builds privately). A failure is remembered and logged."""
+    folder = cache / cpp_binding.folder_name()
+    return _trusted(
+        folder,
+        lambda: cpp_binding.finished([cache], libtorch.FINISHED),
+        lambda: cpp_binding.build(folder, libtorch.FINISHED, libtorch.compile_limit_s()),
+        BINDING_LOG,
+    )
+
+
+def _trusted(
+    folder: Path, find: Callable[[], Path | None], make: Callable[[], Path], log: str
+) -> Path | None:
+    """A shared artefact of the grader's in ``folder``: the one ``find`` finds, else one ``make``
+    makes now (one grader at a time), else None; a failure is remembered, so it is tried once."""
+    kept = records(folder.parent)
+    with _locked(kept / f"{folder.name}.lock"):
+        found = find()
+        failed = kept / f"{folder.name}{FAILED_SUFFIX}"
         if found is not None or failed.is_file():
             return found
-        began, folder = time.perf_counter(), cache / cpp_pch.folder_name(libtorch.UNIT_HEAD)
+        began = time.perf_counter()
         try:
-            made = cpp_pch.build(folder, libtorch.UNIT_HEAD, libtorch.FINISHED, libtorch.compile_limit_s())
+            made = make()
         except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
             failed.write_text(str(error))
-            _log(kept, f"{folder.name} failed in {time.perf_counter() - began:.1f} s: {error}", PCH_LOG)
+            _log(kept, f"{folder.name} failed in {time.perf_counter() - began:.1f} s: {error}", log)
             return None
-        _log(kept, f"{folder.name} built in {time.perf_counter() - began:.1f} s", PCH_LOG)
+        _log(kept, f"{folder.name} built in {time.perf_counter() - began:.1f} s", log)
         return made
 
 
@@ -185,13 +218,14 @@ def build_trusted(
     name: str,
     unit: str,
     cache: Path,
+    binding: Path,
     limits: Limits,
     hidden: tuple[Path, ...],
     limit_s: float,
 ) -> Failure | None:
     """Build ``unit`` as ``name`` in a sandbox of its own within ``limit_s`` (reading the precompiled
-    header in ``cache`` when there is one), then install the library in ``cache``; None when it did,
-    else why not (the compiler's message, the limit)."""
+    header in ``cache`` when there is one, linking the grader's ``binding`` object), then install
+    the library in ``cache``; None when it did, else why not (the compiler's message, the limit)."""
     work = Path(tempfile.mkdtemp(prefix="course-cpp-build-"))
     try:
         build = work / name
@@ -199,7 +233,7 @@ def build_trusted(
         (build / "unit.cpp").write_text(unit)
         give_to_sandbox(work)
         pch = cpp_pch.finished([cache], libtorch.UNIT_HEAD, libtorch.FINISHED)
-        failure = _run_build(build, name, limits, hidden, limit_s, pch)
+        failure = _run_build(build, name, limits, hidden, limit_s, (pch, binding))
         if failure is not None:
             return failure
         library = build / f"{name}.so"
@@ -212,19 +246,26 @@ def build_trusted(
 
 
 def _run_build(
-    build: Path, name: str, limits: Limits, hidden: tuple[Path, ...], limit: float, pch: Path | None
+    build: Path,
+    name: str,
+    limits: Limits,
+    hidden: tuple[Path, ...],
+    limit: float,
+    reads: tuple[Path | None, Path],
 ) -> Failure | None:
-    """Run the build child in its sandbox for at most ``limit`` seconds (the precompiled header's
-    folder bound read-only); None when it succeeded."""
+    """Run the build child in its sandbox for at most ``limit`` seconds, reading ``reads`` (the
+    precompiled header, if any, and the binding object; their folders bound read-only); None when
+    it succeeded."""
+    pch, binding = reads
     spec = SandboxSpec(
         limits,
         writable=(build.parent,),
         hidden=tuple(folder.resolve() for folder in hidden),
         readable=tuple(needed()),
         private=tuple(private_roots()),
-        shared=(pch.parent,) if pch is not None else (),
+        shared=tuple(path.parent for path in reads if path is not None),
     )
-    child = [sys.executable, "-m", "autograder.libtorch", "build", str(build), name, "--no-import"]
+    child = [sys.executable, "-m", "autograder.libtorch", "build", str(build), name, f"--binding={binding}"]
     child += [f"--pch={pch}"] if pch is not None else []
     environment = {**kernel_environment(os.environ), "MAX_JOBS": "1"}
     launched = launch(
@@ -275,8 +316,8 @@ def install(library: Path, name: str, cache: Path) -> None:
 
 def clean(workspace: Path) -> int:
     """Remove the grader's C++ builds for ``workspace`` (the shared cache, the precompiled header,
-    the records beside them); the bytes freed. Grading afterwards builds again: run it between
-    grading runs, not during one."""
+    the binding object, the records beside them); the bytes freed. Grading afterwards builds
+    again: run it between grading runs, not during one."""
     cache = shared_cache(workspace)
     freed = 0
     for folder in (cache, records(cache)):

@@ -2,13 +2,15 @@
 
 Run with `.venv/bin/python tests/benchmarks/bench_libtorch.py`. A script, not a test: it prints.
 
-1. Compile, each build in a new process, wall and CPU seconds (the compiler's included), with the
-   load average (the machine may be shared: compare the figures of one run). The old way: one
-   module into a cache that has no precompiled header (``COURSE_CPP_CACHE`` set, as in a grading
-   kernel before the grader made one). The new way, on a fresh "machine" (``XDG_CACHE_HOME`` a new folder,
-   where torch puts a learner's builds): the first module (which precompiles torch's headers), then each
-   of the other two, printed as ``cpp compile: <s> s per module after the first``; then the three
-   cells again (warm: imported from the cache) and the three modules in one build.
+1. Compile, each build in a new process, wall and CPU seconds (the compiler's, the trial's and the
+   process's own import of torch included), with the load average (the machine may be shared:
+   compare the figures of one run). Without a precompiled header: one module into an empty cache
+   (``COURSE_CPP_CACHE`` set, as in a grading kernel whose grader made nothing: it compiles the
+   binding object too, and reads torch's headers itself). On a fresh "machine" (``XDG_CACHE_HOME``
+   a new folder, where torch puts a learner's builds): the first module (which precompiles torch's
+   headers and compiles the binding object), then each of the other two, printed as
+   ``cpp compile: <s> s per module after the first``; then the three cells again (warm: imported
+   from the cache) and the three modules in one build.
 2. Speed: each C++ module against its Python twin (lessons 01, 07, 05) with the same weights, float32,
    inference mode, one thread, on a small input (where the Python overhead per operation shows)
    and a large one (where the same ATen kernels do the work), timed in turns, medians of rounds.
@@ -69,20 +71,24 @@ def compile_times(machine: str) -> None:
     with tempfile.TemporaryDirectory() as cache:
         old = seconds_in_new_process(BUILD_ONE.format(name=names[0]), {libtorch.CACHE_VARIABLE: cache})
         print(
-            f"old way (no precompiled header): {names[0]} {old[0]:.1f} s wall, {old[1]:.1f} s CPU ({load()})"
+            f"no precompiled header nor binding object: {names[0]} {old[0]:.1f} s wall, {old[1]:.1f} s CPU "
+            f"({load()})"
         )
     learner = {"XDG_CACHE_HOME": machine}
     first = seconds_in_new_process(BUILD_ONE.format(name=names[0]), learner)
-    print(f"new way, first build (torch's headers precompiled): {first[0]:.1f} s wall, {first[1]:.1f} s CPU")
+    print(
+        f"first build (torch's headers precompiled, the binding compiled): {first[0]:.1f} s wall, "
+        f"{first[1]:.1f} s CPU ({load()})"
+    )
     later = [seconds_in_new_process(BUILD_ONE.format(name=name), learner) for name in names[1:]]
     for name, (wall, cpu) in zip(names[1:], later, strict=True):
-        print(f"new way, {name}: {wall:.1f} s wall, {cpu:.1f} s CPU ({load()})")
+        print(f"later build, {name}: {wall:.1f} s wall, {cpu:.1f} s CPU ({load()})")
     wall, cpu = (statistics.mean(figures) for figures in zip(*later, strict=True))
-    print(f"new way against old: {old[0] / wall:.1f}x wall, {old[1] / cpu:.1f}x CPU")
+    print(f"later builds against an empty cache: {old[0] / wall:.1f}x wall, {old[1] / cpu:.1f}x CPU")
     warm = seconds_in_new_process(BUILD_CELLS, learner)
     print(f"the three exercise cells again, in a new process: warm {warm[0]:.2f} s")
     together = seconds_in_new_process(BUILD_TOGETHER, learner)
-    print(f"new way, the three modules in one build: {together[0]:.1f} s wall, {together[1]:.1f} s CPU")
+    print(f"the three modules in one build: {together[0]:.1f} s wall, {together[1]:.1f} s CPU")
     print(
         f"cpp compile: {wall:.1f} s per module after the first ({cpu:.1f} s CPU; the first {first[0]:.1f} s)"
     )
