@@ -13,10 +13,13 @@ hooks, what grading strangers' code needs:
 - when the kernel dies or ignores an interrupt, ``GradingStopped`` says in which cell, in plain
   words (the kernel's memory cap when that is what ended it);
 - what the kernel left in its folder and the sandbox did not keep is recorded in the
-  notebook's metadata (``FILES_METADATA``) for the instructor's report.
+  notebook's metadata (``FILES_METADATA``) for the instructor's report;
+- where its time went (``SECONDS``) goes back in nbgrader's resources, not into any file: the
+  grader's own record of its speed (tests/benchmarks/bench_grading.py).
 """
 
 import contextlib
+import time
 from collections.abc import Iterator
 
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -44,6 +47,10 @@ def describe(cell: NotebookNode, index: int) -> str:
 
 
 SKIPPED_NOTE = "(Not run while grading: this cell neither defines nor tests anything graded.)\n"
+# nbgrader's resources key for the step's seconds: "zygote start" (a warm kernel's zygote, when
+# this kernel needed a new one), "kernel start" (the rest of its start, until it answered),
+# "cells" (the cells and the judge, while the kernel was up) and "kernel stop"
+SECONDS = "course_seconds"
 
 
 class CourseExecute(Execute):
@@ -66,9 +73,14 @@ class CourseExecute(Execute):
         self._skipped_ids = self._skipped(self._resources)
         self._exited_in: str | None = None
         self._left_behind: list[str] = []
+        self._seconds: dict[str, float] = {}
+        began = time.perf_counter()
         nb, resources = super().preprocess(nb, resources, km)
         if self._left_behind:
             nb.metadata[FILES_METADATA] = self._left_behind
+        spent = self._seconds
+        spent["cells"] = time.perf_counter() - began - sum(spent.values())
+        resources[SECONDS] = spent
         return nb, resources
 
     @contextlib.contextmanager
@@ -77,14 +89,19 @@ class CourseExecute(Execute):
         kernel has ended (and its folder is cleaned), what it left that was not kept."""
         from autograder.engine import judge  # imports torch and the checks: only when grading
 
+        began = time.perf_counter()
         with super().setup_kernel(**kwargs):
             manager = self.km  # nbclient forgets it when the kernel ends
+            zygote = getattr(manager, "zygote_seconds", 0.0)
+            self._seconds |= {"zygote start": zygote, "kernel start": time.perf_counter() - began - zygote}
             self._judge = judge.for_notebook(self, self._resources)
             try:
                 yield
             finally:
                 if self._judge is not None:
                     self._judge.close(self.nb)
+                stopping = time.perf_counter()
+        self._seconds["kernel stop"] = time.perf_counter() - stopping
         self._left_behind = list(getattr(manager, "left_behind", []))
 
     def on_cell_executed(self, **kwargs) -> None:

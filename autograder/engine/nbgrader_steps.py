@@ -27,6 +27,7 @@ file has called ``apply_course_patches`` (autograder/engine/nbgrader_patches.py)
 
 import os
 import stat
+from collections import Counter
 from pathlib import Path
 
 import nbformat
@@ -36,6 +37,7 @@ from nbgrader.converters import Autograde, BaseConverter, GenerateFeedback
 from nbgrader.utils import find_all_files, temp_attrs
 from traitlets.config import Config
 
+from autograder.engine.execute import SECONDS
 from autograder.engine.submission_files import copy_file
 
 GROUP_SHARED = 0o2770  # what nbgrader adds to a folder's mode when the course is group-shared
@@ -96,12 +98,14 @@ class CourseAutograde(Autograde, NoFollowSteps):
     """nbgrader's Autograde; its copy of the submission's files, its permission step and its
     writer follow no link (Autograde's own init_assignment calls NoFollowSteps'). It keeps what
     it made as values, for autograder/engine/submission.py: ``graded``, the graded notebooks as
-    written, and ``failure``, the first error that stopped it (nbgrader logs it and goes on)."""
+    written, ``failure``, the first error that stopped it (nbgrader logs it and goes on), and
+    ``seconds``, where the execute step's time went (``execute.SECONDS``), summed over them."""
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.graded: list[nbformat.NotebookNode] = []
         self.failure: BaseException | None = None
+        self.seconds: Counter[str] = Counter()
 
     def init_assignment(self, assignment_id: str, student_id: str) -> None:
         try:
@@ -121,6 +125,7 @@ class CourseAutograde(Autograde, NoFollowSteps):
         super().write_single_notebook(output, resources)
         if not self._sanitizing:  # the graded notebook, not the sanitised copy written before it
             self.graded.append(nbformat.reads(output, as_version=4))
+            self.seconds.update(resources.get(SECONDS, {}))
 
 
 class CourseFeedback(GenerateFeedback, NoFollowSteps):

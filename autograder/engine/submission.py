@@ -78,13 +78,19 @@ class Problem:
             object.__setattr__(self, name, report_line(getattr(self, name)))
 
 
+# Where a grading's time goes besides nbgrader's own steps: lesson 12's trusted builds, then the
+# execute step's parts (execute.SECONDS)
+STEPS = ("C++ builds", "zygote start", "kernel start", "cells", "kernel stop")
+
+
 @dataclass(frozen=True)
 class Graded:
     """One submission graded: its points per test cell (grade id -> (score, max score)), what
     went wrong with it (if anything), the shortcuts flagged in its code, the test cells the
     judge overruled (grade id -> the judge's reason), what the judge saw of each test cell
     (grade id -> whether its visible check and hidden tests passed, and the catalogued mistakes
-    named: ``Judge.seen``), and how long it took."""
+    named: ``Judge.seen``), and how long it took: in all (``seconds``), judging, and in the steps
+    of ``STEPS`` (the rest is nbgrader's own: its converter, preprocessors, gradebook and copies)."""
 
     lesson: str
     student: str
@@ -99,6 +105,7 @@ class Graded:
     # the failure is the grader's own (the sandbox, the kernel's start, its imports), not the
     # submission's (a kernel it ended, a cell that ignored the time limit's interrupt)
     grader_failed: bool = False
+    steps: dict[str, float] = field(default_factory=dict)  # step of STEPS -> seconds
 
     @property
     def score(self) -> tuple[float, float]:
@@ -178,10 +185,13 @@ def grade(setup: Setup, lesson: str, student: str) -> Graded:
 
     if setup.sandbox is not None and (reason := _sandbox_problem()) is not None:
         return failed(f"cannot grade in the sandbox on this machine: {reason}", ours=True)
+    building = time.perf_counter()
     if setup.sandbox is not None:  # lesson 12's C++, built by the grader where kernels only read it
         cache = shared_cache(setup.workspace)  # each build within its cell's time, counted in this grade's
         prebuild(folder, lesson, cache, setup.sandbox, setup.cell_timeout_s, hidden=(setup.workspace,))
+    steps = {"C++ builds": time.perf_counter() - building}
     app = _autograde(setup, lesson, student)
+    steps |= {step: app.seconds[step] for step in STEPS[1:]}
     if app.failure is not None:
         return failed(failure_reason(app.failure), grader_failed(app.failure))
 
@@ -210,4 +220,6 @@ def grade(setup: Setup, lesson: str, student: str) -> Graded:
             Problem(student, lesson, line) for nb in app.graded for line in limit_lines(nb, setup.sandbox)
         ]
     seconds = time.perf_counter() - start
-    return Graded(lesson, student, scores, problems, flagged, overruled, seen, seconds, judge_seconds)
+    return Graded(
+        lesson, student, scores, problems, flagged, overruled, seen, seconds, judge_seconds, steps=steps
+    )

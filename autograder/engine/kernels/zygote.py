@@ -407,6 +407,7 @@ class ZygoteProvisioner(LocalProvisioner):
     group: Group | None = None  # the zygote's group, and its OOM kills when the kernel started
     oom_kills = 0
     watch: WriteWatch | None = None  # what the kernel's folders hold on disk while it runs
+    claim_seconds = 0.0  # spent getting the zygote: its start, when this kernel needed a new one
 
     def hit_memory_cap(self) -> bool:
         """Whether the memory group's OOM killer ended a process of the sandbox since the kernel
@@ -437,7 +438,9 @@ class ZygoteProvisioner(LocalProvisioner):
         hidden = tuple(str(Path(folder).resolve()) for folder in manager.hidden)
         spec = ZygoteSpec(cmd[0], hidden, limits, environment, manager.cpp_cache)
         argv = kernel_arguments(cmd)
+        began = time.perf_counter()
         self.zygote = ZYGOTES.claim(spec, owner=self)
+        self.claim_seconds = time.perf_counter() - began
         self.exit_code, self.waited, self.inside = None, False, None
         try:
             ZYGOTES.home.empty(keep=manager.private)
@@ -519,6 +522,12 @@ class WarmKernelManager(SandboxSettings):
     def hit_write_cap(self) -> bool:
         """Whether the write cap ended this kernel (ZygoteProvisioner's)."""
         return isinstance(self.provisioner, ZygoteProvisioner) and self.provisioner.hit_write_cap()
+
+    @property
+    def zygote_seconds(self) -> float:
+        """Seconds this kernel's start spent getting its zygote (starting one, when it needed a
+        new one), for the execute step's record of where its time went."""
+        return self.provisioner.claim_seconds if isinstance(self.provisioner, ZygoteProvisioner) else 0.0
 
     async def _async_pre_start_kernel(self, **kw):
         self.private = ZYGOTES.home.private_folder()
