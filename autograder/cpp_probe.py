@@ -11,9 +11,14 @@ and ignored (a stub raises NotImplementedError, a wrong shape raises): the check
 the kernel. A crash on other inputs can still happen later; the common ones happen here first.
 
     python -m autograder.cpp_probe LIBRARY NAME LABEL:INIT,...:FORWARD,... ...   (the child)
+    python -m autograder.cpp_probe --wait    (the same, its arguments read from stdin as JSON)
+
+A build starts its trial process before it compiles (``start_trial``): the process imports torch
+while the compiler runs, then waits for the library's name.
 """
 
 import importlib.util
+import json
 import os
 import signal
 import subprocess
@@ -69,27 +74,64 @@ CAUSES = (
 )
 
 
-def run_bounded(command: list[str], limit_s: float) -> tuple[str, int] | None:
-    """Run ``command`` in a session of its own: its output (stdout and stderr) and exit status, or
-    None when it outlived ``limit_s`` (then it and every process it started are killed)."""
-    child = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+def start(command: list[str], stdin: bool = False) -> subprocess.Popen:
+    """Start ``command`` in a session of its own, its stdout and stderr together (``stdin``: a pipe)."""
+    return subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE if stdin else None,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
+
+
+def finish(child: subprocess.Popen, limit_s: float, given: str | None = None) -> tuple[str, int] | None:
+    """``child``'s output and exit status once it ends (``given``: written to its stdin first), or
+    None when it outlived ``limit_s`` (then it and every process it started are killed)."""
     try:
-        log, _ = child.communicate(timeout=limit_s)
+        log, _ = child.communicate(given, timeout=limit_s)
     except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.communicate()
+        stop(child)
         return None
     return log, child.returncode
 
 
-def try_build(name: str, library: Path, trials: list[Trial], limit_s: float = TRIAL_LIMIT_S) -> None:
-    """Construct and call every module of the build ``name`` in a child process; ``CppCrashed`` when
-    the child dies of a signal or outlives ``limit_s``."""
+def stop(child: subprocess.Popen) -> None:
+    """Kill ``child`` and every process it started, unless it has ended."""
+    if child.poll() is None:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+
+
+def run_bounded(command: list[str], limit_s: float) -> tuple[str, int] | None:
+    """Run ``command`` in a session of its own: its output (stdout and stderr) and exit status, or
+    None when it outlived ``limit_s`` (then it and every process it started are killed)."""
+    return finish(start(command), limit_s)
+
+
+def start_trial() -> subprocess.Popen:
+    """A trial process started before its build: it imports torch while the compiler runs, then
+    waits for ``try_build`` to name the library. ``stop`` it when the build fails."""
+    return start([sys.executable, "-m", "autograder.cpp_probe", "--wait"], stdin=True)
+
+
+def try_build(
+    name: str,
+    library: Path,
+    trials: list[Trial],
+    limit_s: float = TRIAL_LIMIT_S,
+    child: subprocess.Popen | None = None,
+) -> None:
+    """Construct and call every module of the build ``name`` in a child process (``child``: one that
+    ``start_trial`` started, else a new one); ``CppCrashed`` when the child dies of a signal or
+    outlives ``limit_s``."""
     labels = ", ".join(trial.label for trial in trials)
-    command = [sys.executable, "-m", "autograder.cpp_probe", str(library), name]
-    finished = run_bounded([*command, *(trial.argument() for trial in trials)], limit_s)
+    arguments = [str(library), name, *(trial.argument() for trial in trials)]
+    if child is None:
+        finished = run_bounded([sys.executable, "-m", "autograder.cpp_probe", *arguments], limit_s)
+    else:
+        finished = finish(child, limit_s, json.dumps(arguments) + "\n")
     if finished is None:
         raise CppCrashed(
             f"{labels}: compiled, but constructing it and calling forward on a {BATCH}x{LENGTH} input "
@@ -137,6 +179,10 @@ def _try(trial: Trial, module: ModuleType) -> None:
 
 
 def main(argv: list[str]) -> int:
+    if argv == ["--wait"]:
+        import torch  # noqa: F401 - the slow part, done while the build compiles
+
+        argv = json.loads(sys.stdin.readline() or "[]")
     if len(argv) < 3:
         print(
             "usage: python -m autograder.cpp_probe LIBRARY NAME LABEL:INIT,...:FORWARD,... ...",

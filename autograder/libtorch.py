@@ -40,7 +40,7 @@ from torch import nn
 
 from autograder import cpp_binding, cpp_pch
 from autograder.cpp_binding import BINDINGS, Argument
-from autograder.cpp_probe import CppCrashed, Trial, import_library, run_bounded, try_build
+from autograder.cpp_probe import CppCrashed, Trial, import_library, run_bounded, start_trial, stop, try_build
 
 CACHE_VARIABLE = "COURSE_CPP_CACHE"
 LIMIT_VARIABLE = "COURSE_CPP_COMPILE_LIMIT_S"
@@ -255,17 +255,24 @@ def build_library(name: str, unit: str, parts: list[Part], verbose: bool = False
     except (RuntimeError, OSError) as error:
         raise CompileError(f"{labels}: {error}") from error
     print(f"compiling {labels} in C++ ...", flush=True)
-    finished = run_within(build_commands(folder, name, pch, binding), limit)
-    if finished is None:
-        raise CompileError(f"{labels}: the C++ did not compile within {limit:.0f} s, the limit for one build")
-    log, returncode = finished
-    if verbose:
-        print(log)
-    if returncode != 0:
-        raise CompileError(first_error(log, {part.label: part.source for part in parts}))
-    (folder / f"{name}.o").unlink()  # in the library now: the cache keeps the library only
-    library = folder / f"{name}.so"
-    try_build(name, library, [trial(part) for part in parts])  # before any kernel of a learner's imports it
+    trial_process = start_trial()  # it imports torch while the compiler runs
+    try:
+        finished = run_within(build_commands(folder, name, pch, binding), limit)
+        if finished is None:
+            raise CompileError(
+                f"{labels}: the C++ did not compile within {limit:.0f} s, the limit for one build"
+            )
+        log, returncode = finished
+        if verbose:
+            print(log)
+        if returncode != 0:
+            raise CompileError(first_error(log, {part.label: part.source for part in parts}))
+        (folder / f"{name}.o").unlink()  # in the library now: the cache keeps the library only
+        library = folder / f"{name}.so"
+        # tried before any kernel of a learner's imports it
+        try_build(name, library, [trial(part) for part in parts], child=trial_process)
+    finally:
+        stop(trial_process)
     (folder / FINISHED).write_text(unit)
     return library
 

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from autograder import cpp_binding, cpp_pch, libtorch
+from autograder import cpp_binding, cpp_pch, cpp_probe, libtorch
 from autograder.checks import CheckFailure
 from autograder.checks import libtorch as checks
 from tests.helpers import BROKEN_CPP
@@ -43,9 +43,16 @@ def plant_pch(root, gch: bytes):
     return folder / cpp_pch.HEADER
 
 
-def test_a_compile_error_names_its_line_in_the_cell_and_reaches_the_checks(private_cache, capsys):
+def test_a_compile_error_names_its_line_in_the_cell_and_reaches_the_checks(
+    private_cache, capsys, monkeypatch
+):
     plant_pch(private_cache, b"not a precompiled header")  # the compiler reads the headers instead
+    started = []  # the trial process a build starts before it compiles
+    monkeypatch.setattr(
+        libtorch, "start_trial", lambda: started.append(cpp_probe.start_trial()) or started[-1]
+    )
     cls = libtorch.compile_module("Embedding", BROKEN_CPP)
+    assert len(started) == 1 and started[0].poll() == -9  # killed with the build: never left waiting
     said = capsys.readouterr().err
     assert "line 7 of the C++ source" in said, said  # line 1 is the line of r\"\"\"
     assert "return lut(tokens) * undeclared_scale;" in said and "undeclared_scale" in said

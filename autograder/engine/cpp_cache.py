@@ -1,7 +1,7 @@
 """Lesson 12's shared cache of C++ builds, filled only by the grader (docs/design/lesson12_grading.md, 2).
 
 A grading kernel that runs ``CppEmbedding = compile_module("Embedding", r\"\"\"...\"\"\")`` builds
-the C++ in its own private ``/tmp`` (about 20 s a module), unless a finished build of the very same
+the C++ in its own private ``/tmp`` (about 7 s of CPU a module), unless a finished build of the very same
 translation unit lies in a cache it can read. A cache that kernels could write would be a channel
 between submissions: one could plant a library of its own under the name (hash) of another's
 source. So kernels never write the shared cache (the sandbox binds it read-only), and only this
