@@ -100,3 +100,30 @@ def test_a_shared_entry_without_its_owners_mistake_is_refused(tmp_path, monkeypa
             monkeypatch,
             owner + '[[LayerNorm]]\nname = "a"\nhint = "h."\nshared_with = "Embedding"\n',
         )
+
+
+def test_a_shared_mistake_is_told_in_cpp_to_lesson_12_and_in_python_elsewhere():
+    data = core.catalogue_data()
+    owner = next(e for e in data["MultiHeadAttention"] if e["name"] == "dropout also in eval mode")
+    borrowers = {
+        exercise: entry["hint"]
+        for exercise, entries in data.items()
+        for entry in entries
+        if entry.get("shared_with") == "MultiHeadAttention" and entry["name"] == owner["name"]
+    }
+    assert {"CppPositionwiseFeedForward", "CppMultiHeadAttention", "EncoderLayer"} <= set(borrowers)
+    for exercise, hint in borrowers.items():
+        in_cpp = exercise in core.CPP_EXERCISES
+        assert hint == (owner["hint_cpp"] if in_cpp else owner["hint"]), exercise
+        assert ("is_training()" in hint) == in_cpp and ("self.training" in hint) != in_cpp, exercise
+    raw = "".join(path.read_text() for path in core.CATALOGUE_FOLDER.glob("*.toml"))
+    assert raw.count(owner["hint_cpp"]) == 1, "the C++ hint is written twice"
+
+
+def test_a_cpp_hint_needs_the_hint_it_translates(tmp_path, monkeypatch):
+    owner = '[[Embedding]]\nname = "a"\nhint = "in Python."\nhint_cpp = "in C++."\n'
+    shared = '[[{}]]\nname = "a"\nshared_with = "Embedding"\n'
+    data = _load(tmp_path, monkeypatch, owner + shared.format("LayerNorm") + shared.format("CppEmbedding"))
+    assert data["LayerNorm"][0]["hint"] == "in Python." and data["CppEmbedding"][0]["hint"] == "in C++."
+    with pytest.raises(ValueError, match="hint_cpp beside a hint"):
+        _load(tmp_path, monkeypatch, '[[Embedding]]\nname = "a"\nshared_with = "X"\nhint_cpp = "b."\n')

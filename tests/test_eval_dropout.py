@@ -128,6 +128,7 @@ def test_dropout_in_eval_is_named_and_fails_a_hidden_test(exercise):
     message, hidden_failed = _failures(exercise, CASES[exercise])
     hint = next(m.hint for m in multi_head.MHA_MISTAKES if m.name == DROPOUT_IN_EVAL)
     assert message is not None and DROPOUT_IN_EVAL in message and hint in message, message
+    assert "self.training" in message and "is_training()" not in message, "told in Python's words, not C++'s"
     assert "two different outputs for the same input" in message
     assert hidden_failed
 

@@ -75,9 +75,11 @@ def test_dropout_left_on_in_eval_passes_every_cell_built_with_dropout_0(compiled
     for cell in VISIBLE[exercise] + HIDDEN[exercise]:
         cell(mutant)
     monkeypatch.undo()
-    with pytest.raises(CheckFailure, match="returned two different outputs for the same input"):
+    with pytest.raises(CheckFailure, match="returned two different outputs for the same input") as raised:
         for cell in VISIBLE[exercise]:
             cell(mutant)
+    told = str(raised.value)  # the shared mistake, told in C++: what to change in the learner's language
+    assert "torch::dropout(x, p, is_training())" in told and "self.training" not in told, told
 
 
 @pytest.mark.parametrize("exercise", sorted(variants.REFERENCES))

@@ -69,7 +69,9 @@ def naming_noted() -> Iterator[list[str]]:
 
 
 CATALOGUE_FOLDER = Path(__file__).with_name("catalogue")
-ENTRY_KEYS = {"name", "hint", "switch", "shared_with"}
+ENTRY_KEYS = {"name", "hint", "hint_cpp", "switch", "shared_with"}
+# the exercises a learner writes in C++ (lesson 12's): a mistake they share takes its hint_cpp
+CPP_EXERCISES = frozenset(EXERCISES.get("12_libtorch", ()))
 
 
 @functools.cache
@@ -77,7 +79,9 @@ def catalogue_data() -> dict[str, tuple[dict, ...]]:
     """exercise -> its mistakes as catalogue/*.toml writes them (name, hint, maybe a switch), in order.
 
     An entry with ``shared_with = "<exercise>"`` instead of a hint is that exercise's mistake of
-    the same name, written once there: it takes that entry's hint."""
+    the same name, written once there: it takes that entry's hint, or, for an exercise written in
+    C++ (``CPP_EXERCISES``), that entry's ``hint_cpp`` where it has one: the same mistake told in
+    the learner's language."""
     data: dict[str, tuple[dict, ...]] = {}
     for path in sorted(CATALOGUE_FOLDER.glob("*.toml")):
         with path.open("rb") as file:
@@ -87,28 +91,33 @@ def catalogue_data() -> dict[str, tuple[dict, ...]]:
                     raise ValueError(
                         f"{path.name}: {exercise} is catalogued twice, or an entry lacks its name and its "
                         f"hint (or shared_with), or has other keys than name, hint, switch and "
-                        f"shared_with: {odd}"
+                        f"shared_with (and hint_cpp beside a hint): {odd}"
                     )
                 data[exercise] = tuple(entries)
-    return {exercise: tuple(_shared(data, entry) for entry in entries) for exercise, entries in data.items()}
+    return {
+        exercise: tuple(_shared(data, entry, exercise in CPP_EXERCISES) for entry in entries)
+        for exercise, entries in data.items()
+    }
 
 
 def _entry_odd(entry: dict) -> bool:
-    """Whether a catalogue entry lacks its name, has both or neither of hint and shared_with, or
-    has a key of its own."""
+    """Whether a catalogue entry lacks its name, has both or neither of hint and shared_with, has
+    a hint_cpp without a hint, or has a key of its own."""
     hint_or_shared = ("hint" in entry) != ("shared_with" in entry)
-    return "name" not in entry or not hint_or_shared or bool(entry.keys() - ENTRY_KEYS)
+    cpp_alone = "hint_cpp" in entry and "hint" not in entry
+    return "name" not in entry or not hint_or_shared or cpp_alone or bool(entry.keys() - ENTRY_KEYS)
 
 
-def _shared(data: dict[str, tuple[dict, ...]], entry: dict) -> dict:
-    """``entry`` with the hint of the mistake it shares, when it shares one."""
+def _shared(data: dict[str, tuple[dict, ...]], entry: dict, in_cpp: bool) -> dict:
+    """``entry`` with the hint of the mistake it shares, when it shares one: its C++ words
+    (``hint_cpp``), where it has them, for an exercise written in C++ (``in_cpp``)."""
     owner = entry.get("shared_with")
     if owner is None:
         return entry
     found = [e for e in data.get(owner, ()) if e["name"] == entry["name"] and "hint" in e]
     if not found:
         raise ValueError(f"no mistake {entry['name']!r} of {owner} to share (shared_with = {owner!r})")
-    return {**entry, "hint": found[0]["hint"]}
+    return {**entry, "hint": found[0].get("hint_cpp", found[0]["hint"]) if in_cpp else found[0]["hint"]}
 
 
 def catalogue(
