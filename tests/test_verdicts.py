@@ -211,3 +211,22 @@ def test_a_verdict_is_written_beside_another_hosts_unfinished_one(tmp_path, monk
     (target.parent / f".{target.name}.4242").mkdir()  # another host's write, under way
     verdicts.write(tmp_path, submission.Graded(LESSON, "ada", {CELL: (1.0, 2.0)}, []))
     assert _fresh(tmp_path, "ada") and (target.parent / f".{target.name}.4242").is_dir()
+
+
+def test_where_a_test_cell_failed_says_if_its_visible_check_passed_without_running_it_again():
+    hidden = "### BEGIN HIDDEN TESTS\n{}\n### END HIDDEN TESTS\n"
+    runs: list[str] = []
+    judged = object.__new__(judge.Judge)  # no kernel: its visible check must not be run again
+    judged.verdict = lambda source, grade_id, *rest: runs.append(source) or "failed"
+    for visible, hidden_part, passed in (("x = 1", "assert x == 2", True), ("assert 1 == 2", "x = 1", False)):
+        source = f"{visible}\n{hidden.format(hidden_part)}"
+        where: list[int] = []
+        assert judge.run_test_cell(source, "test_x", {}, None, seed=1, where=where) is not None
+        assert where == ([3] if passed else [1])  # the hidden block's line, or the visible check's
+        assert judged.visible_passed(visible, "test_x", source, where) is passed
+    assert runs == []
+    # where the failure's line is unknown, or the cell has code after its hidden block: run it again
+    source = f"x = 1\n{hidden.format('x = 2')}assert x == 1\n"
+    assert judged.visible_passed("x = 1\nassert x == 1", "test_x", source, [5]) is False
+    assert judged.visible_passed("x = 1", "test_x", f"x = 1\n{hidden.format('x = 2')}", []) is False
+    assert runs == ["x = 1\nassert x == 1", "x = 1"]

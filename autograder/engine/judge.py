@@ -43,7 +43,7 @@ from nbformat import NotebookNode
 from autograder.checks.core import CheckFailure, naming_noted
 from autograder.checks.device import exact_matmul
 from autograder.engine.remote import Channel, Endpoint, Refused, models_read_only
-from autograder.grading import grading_imports, lesson_of, table
+from autograder.grading import HIDDEN_BLOCK, grading_imports, lesson_of, table
 from autograder.hidden.core import seeded
 
 JUDGE_METADATA = "course_judge"
@@ -87,15 +87,22 @@ def run_test_cell(
     seed: int,
     named: list[str] | None = None,
     unwritten: set[str] | None = None,
+    where: list[int] | None = None,
 ) -> str | None:
     """None when the test cell passes against the learner's code at ``endpoint``, its hidden tests
     drawing from ``seed``, else why not; ``named`` receives the catalogued mistakes the checks named,
-    ``unwritten`` the grade id when the cell failed on a stub that still raises NotImplementedError."""
+    ``unwritten`` the grade id when the cell failed on a stub that still raises NotImplementedError,
+    ``where`` the line of the test cell at which it failed (when its traceback shows one)."""
     names = _LearnerNames(endpoint, namespace)
+    filename = f"<test cell {grade_id}>"
     try:
         with contextlib.redirect_stdout(io.StringIO()), seeded(seed), naming_noted() as noted:
             try:
-                exec(compile(source, f"<test cell {grade_id}>", "exec"), dict(namespace), names)  # noqa: S102
+                exec(compile(source, filename, "exec"), dict(namespace), names)  # noqa: S102
+            except BaseException as error:
+                if where is not None:
+                    where += _line_in(error, filename)
+                raise
             finally:
                 if named is not None:
                     named += noted
@@ -114,6 +121,14 @@ def run_test_cell(
             unwritten.add(grade_id)
         return f"{type(error).__name__}: {error}"
     return None
+
+
+def _line_in(error: BaseException, filename: str) -> list[int]:
+    """The line of the code compiled as ``filename`` at which ``error`` left it ([] if it did not)."""
+    frame = error.__traceback__
+    while frame is not None and frame.tb_frame.f_code.co_filename != filename:
+        frame = frame.tb_next
+    return [] if frame is None else [frame.tb_lineno]
 
 
 def _from_a_stub(error: BaseException) -> bool:
@@ -184,9 +199,11 @@ class Judge:
                 return True
         return False
 
-    def verdict(self, source: str, grade_id: str, named: list[str] | None = None) -> str | None:
+    def verdict(
+        self, source: str, grade_id: str, named: list[str] | None = None, where: list[int] | None = None
+    ) -> str | None:
         """None when the test cell passes against the kernel's current names, else why not;
-        ``named`` receives the catalogued mistakes the checks named."""
+        ``named`` receives the catalogued mistakes the checks named, ``where`` the line it failed at."""
         if self.unanswered:  # a kernel that did not answer once is not waited for again
             return self.unanswered
         msg_id = self.executor.kc.execute(SERVE.format(path=self.path), silent=True, store_history=False)
@@ -203,7 +220,9 @@ class Judge:
             channel.deadline = time.monotonic() + self.timeout_s
             endpoint = Endpoint(channel, guard=models_read_only, calls_within=exact_matmul)
             unwritten = self.unwritten if named is not None else None
-            verdict = run_test_cell(source, grade_id, self.namespace, endpoint, self.seed, named, unwritten)
+            verdict = run_test_cell(
+                source, grade_id, self.namespace, endpoint, self.seed, named, unwritten, where
+            )
             with contextlib.suppress(OSError):
                 endpoint.say_goodbye()
             connection.close()
@@ -221,8 +240,9 @@ class Judge:
             return  # stopped at the time limit: running it again would only wait as long
         start = time.perf_counter()
         named: list[str] = []
-        reason = self.verdict(cell.source, grade_id, named)
-        self.seen[grade_id] = self._seen(grade_id, reason, named)
+        where: list[int] = []
+        reason = self.verdict(cell.source, grade_id, named, where)
+        self.seen[grade_id] = self._seen(grade_id, cell.source, reason, named, where)
         self.seconds += time.perf_counter() - start
         if reason is None or errors:
             return  # a cell that failed in the notebook stays failed: the judge cannot fail it more
@@ -239,25 +259,36 @@ class Judge:
             )
         )
 
-    def _seen(self, grade_id: str, reason: str | None, named: list[str]) -> dict:
-        """What the judge saw of a test cell: whether its visible check and its hidden tests passed
-        (None: it has none, or they did not get to run), the catalogued mistakes named, and whether
-        it failed on a stub that still raises NotImplementedError (``unwritten``). When
-        the cell failed and has hidden tests, its visible check is run again on its own, to tell a
-        wrong answer from one that fits only the visible checks."""
+    def _seen(
+        self, grade_id: str, source: str, reason: str | None, named: list[str], where: list[int]
+    ) -> dict:
+        """What the judge saw of a test cell (``source``, which failed at line ``where``, if
+        it failed): whether its visible check and its hidden tests passed (None: it has none, or
+        they did not get to run), the catalogued mistakes named, and whether it failed on a stub
+        that still raises NotImplementedError (``unwritten``). When the cell failed and has hidden
+        tests, whether its visible check passed tells a wrong answer from one that fits only the
+        visible checks (``visible_passed``)."""
         test = self.tests.get(grade_id)
         has_hidden = bool(test and test.hidden)
         if reason is None:
             return {"visible": True, "hidden": True if has_hidden else None, "mistakes": []}
-        visible = False
-        if has_hidden and self.verdict(test.visible, grade_id) is None:
-            visible = True
+        visible = has_hidden and self.visible_passed(test.visible, grade_id, source, where)
         return {
             "visible": visible,
             "hidden": False if visible else None,
             "mistakes": named,
             "unwritten": grade_id in self.unwritten,
         }
+
+    def visible_passed(self, visible: str, grade_id: str, source: str, where: list[int]) -> bool:
+        """Whether the visible check (``visible``) of a test cell that failed at line ``where`` of
+        ``source`` passed. Where the hidden block ends the cell, as in every test cell of the
+        course, the cell ran the visible check first: it passed when the failure came after it,
+        in the hidden block. Otherwise the visible check is run again on its own."""
+        block = HIDDEN_BLOCK.search(source)
+        if where and block is not None and not source[block.end() :].strip():
+            return where[0] > source.count("\n", 0, block.start())
+        return self.verdict(visible, grade_id) is None
 
 
 def for_notebook(executor, resources: dict) -> Judge | None:
