@@ -20,7 +20,9 @@ import pytest
 
 from autograder import lessons
 from autograder.authoring.samples import SAMPLES
+from autograder.engine import parallel
 from autograder.engine.pipeline import Pipeline
+from autograder.engine.workspace import Key
 from tests.postgres import postgres_server
 
 STUDENTS = ("ada", "ben", "cho")
@@ -128,3 +130,8 @@ def test_dask_cluster_loses_no_submission_when_a_worker_dies(tmp_path, inbox, se
         killer.join()
         assert killed, "no worker was ever seen grading, so none was killed"
         _assert_same(_grades(pipeline), sequential)
+
+
+def test_the_submissions_that_build_cpp_go_to_the_workers_first():
+    pairs = [Key(student, lesson) for lesson in ("01_embedding", "12_libtorch") for student in ("ada", "ben")]
+    assert parallel.longest_first(pairs) == [pairs[2], pairs[3], pairs[0], pairs[1]]

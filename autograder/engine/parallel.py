@@ -20,6 +20,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 
 from autograder.engine import verdicts
+from autograder.engine.cpp_cache import CPP_LESSONS
 from autograder.engine.submission import Graded, Problem, Setup
 from autograder.engine.workspace import Key
 
@@ -51,12 +52,19 @@ def _lost(setup: Setup, lesson: str, student: str, how: str) -> Graded:
     return lost
 
 
+def longest_first(pairs: list[Key]) -> list[Key]:
+    """``pairs`` in the order to hand them to workers: the submissions whose grading builds C++
+    (a minute each, where a Python lesson takes seconds) first, so that the short ones fill the
+    workers' time around them instead of one worker building alone at the end; else as given."""
+    return sorted(pairs, key=lambda key: key.lesson not in CPP_LESSONS)
+
+
 def on_processes(setup: Setup, pairs: list[Key], jobs: int) -> Iterator[Graded]:
-    """Grade ``pairs`` in ``jobs`` worker processes; yields each as it is done. A pool whose
-    process died (the kernel's limits contain a submission, but not the grader itself) is
-    replaced once, and what it had not finished is graded again."""
+    """Grade ``pairs`` in ``jobs`` worker processes, longest first (``longest_first``); yields
+    each as it is done. A pool whose process died (the kernel's limits contain a submission, but
+    not the grader itself) is replaced once, and what it had not finished is graded again."""
     threads = max(1, (os.cpu_count() or 1) // jobs)
-    remaining = list(pairs)
+    remaining = longest_first(list(pairs))
     for _ in range(2):
         lost = []
         with ProcessPoolExecutor(
