@@ -167,13 +167,14 @@ def _transformer_states(
     self_mask=True,
     zero_memory=False,
     swap_masks=False,
+    tgt_through_src=False,
 ):
     """The model's forward, built from its own parts (the lesson's names), with one thing switched off."""
     x = self.src_embed(src)
     memory = self.encoder(self.positional(x) if src_pe else x, src_mask if encoder_mask else None)
     if zero_memory:
         memory = torch.zeros_like(memory)
-    y = self.tgt_embed(tgt)
+    y = (self.src_embed if tgt_through_src else self.tgt_embed)(tgt)
     masks = (src_mask if cross_mask else None, tgt_mask if self_mask else None)
     return self.decoder(self.positional(y) if tgt_pe else y, memory, *(masks[::-1] if swap_masks else masks))
 
@@ -255,6 +256,16 @@ def call_model(what: str, fn, *args) -> torch.Tensor:
     return core.expect_tensor(TRANSFORMER, what, out).detach()
 
 
+def decode_states(module, memory, src, tgt, src_mask, tgt_mask) -> torch.Tensor:
+    """decode's output; a crash that a known mistake's forward on ``src`` and ``tgt`` makes too
+    (the target looked up in the source's table) is named after it."""
+    inputs = (module, src, tgt, src_mask, tgt_mask)
+    with core.crashes_named(
+        TRANSFORMER, functools.partial(core.mistake_outputs, TRANSFORMER_MISTAKES, *inputs)
+    ):
+        return call_model("decode's output", module.decode, memory, src_mask, tgt, tgt_mask)
+
+
 def transformer_forward(module, src, tgt, src_mask, tgt_mask) -> torch.Tensor:
     """forward's output; a crash that a known mistake makes too is named after it."""
     inputs = {"src": src, "tgt": tgt, "src_mask": src_mask, "tgt_mask": tgt_mask}
@@ -297,7 +308,7 @@ def check_transformer_shapes(cls) -> None:
     with torch.no_grad():
         memory = call_model("encode's output", module.encode, src, src_mask)
         core.expect_shape(TRANSFORMER, "encode's output (the memory)", memory, MEMORY, (B, T_SRC, D_MODEL))
-        states = call_model("decode's output", module.decode, memory, src_mask, tgt, tgt_mask)
+        states = decode_states(module, memory, src, tgt, src_mask, tgt_mask)
         core.expect_shape(TRANSFORMER, "decode's output", states, STATES, (B, T_TGT, D_MODEL))
         out = transformer_forward(module, src, tgt, src_mask, tgt_mask)
         if tuple(out.shape) == (B, T_TGT, TGT_VOCAB):
@@ -333,7 +344,7 @@ def check_transformer_consistency(cls) -> None:
     )
     with torch.no_grad():
         memory = call_model("encode's output", module.encode, src, src_mask)
-        states = call_model("decode's output", module.decode, memory, src_mask, tgt, tgt_mask)
+        states = decode_states(module, memory, src, tgt, src_mask, tgt_mask)
     # the learner's own decode(encode(...)), not an answer of the checks'
     compare_transformer(
         module, src, tgt, src_mask, tgt_mask, lambda: states, "forward's output (against decode(encode(...)))"
