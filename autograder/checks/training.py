@@ -114,9 +114,12 @@ def _same_tensor(actual: torch.Tensor, expected: torch.Tensor) -> bool:
             and torch.equal(actual, expected.to(actual.device)))  # fmt: skip
 
 
-def _name_batch_mistake(batch: dict, mistakes: list[tuple[core.Mistake, object]]) -> None:
+def _name_batch_mistake(batch: dict, expected: dict, mistakes: list[tuple[core.Mistake, object]]) -> None:
+    """Name the known mistake whose batch has every entry the learner got wrong (the learner may
+    have made it in some of the tensors only: the source padded with 0, the targets with pad_id)."""
+    wrong = [key for key in BATCH_LETTERS if not _same_tensor(batch[key], expected[key])]
     for mistake, output in mistakes:
-        if isinstance(output, dict) and all(_same_tensor(batch[k], output[k]) for k in BATCH_LETTERS):
+        if isinstance(output, dict) and all(_same_tensor(batch[k], output[k]) for k in wrong):
             raise core.CheckFailure(mistake.message(MAKE_BATCH))
 
 
@@ -134,7 +137,7 @@ def compare_batch(
         batch[k].dtype == expected[k].dtype and batch[k].shape == expected[k].shape for k in BATCH_LETTERS
     )
     if values or not form:
-        _name_batch_mistake(batch, core.mistake_outputs(BATCH_MISTAKES, *args))
+        _name_batch_mistake(batch, expected, core.mistake_outputs(BATCH_MISTAKES, *args))
     for key, letters in BATCH_LETTERS.items():
         what = f"batch[{key!r}]"
         core.expect_dtype(MAKE_BATCH, what, batch[key], expected[key].dtype)
