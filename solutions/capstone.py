@@ -68,12 +68,12 @@ class Config:
     """A training run: the model's size, the optimiser's schedule, the data and the budget."""
 
     task: str = "reverse"
-    lengths: tuple[int, int] = (4, 12)
+    lengths: tuple[int, int] = (4, 10)
     d_model: int = 32
     n_heads: int = 2
     d_ff: int = 64
     n_layers: int = 1
-    batch_size: int = 128
+    batch_size: int = 64
     warmup: int = 100
     factor: float = 2.0
     warm_up: bool = True  # False: no warm-up, the peak rate from step 1 and the same decay after `warmup`

@@ -56,7 +56,7 @@ print(describe_devices(LESSON_DEVICE))
 # ## The task and its data
 #
 # The vocabulary has 13 tokens: `<pad>` = 0, `<s>` = 1 (start), `</s>` = 2 (end) and ten
-# letters `a` to `j`. A source is 4 to 12 random letters; its target is the same letters
+# letters `a` to `j`. A source is 4 to 10 random letters; its target is the same letters
 # in reverse order (`copy` and `sort` are the same kind of task, for you to try).
 #
 # Two sets of examples, kept apart:
@@ -66,15 +66,15 @@ print(describe_devices(LESSON_DEVICE))
 #   removed. The model never trains on an example it is tested on, so a perfect held-out
 #   score means it learned the rule, not the examples.
 #
-# There are $\sum_{n=4}^{12} 10^n \approx 1.1 \times 10^{12}$ possible sources. Training
-# draws 128 fresh ones at every step. Seeds 0, 1 and 2 stopped after 400 to 450 steps
-# when they were measured, having seen about 51,000 to 58,000 sources (the training run
-# below prints its own count), and even the cap of 1,500 steps allows only 192,000, a
-# fraction of $1.7 \times 10^{-7}$ of them all (the cell prints these counts). Memorising
+# There are $\sum_{n=4}^{10} 10^n \approx 1.1 \times 10^{10}$ possible sources. Training
+# draws 64 fresh ones at every step. Seeds 0, 1 and 2 stopped after 375 to 450 steps
+# when they were measured, having seen about 24,000 to 29,000 sources (the training run
+# below prints its own count), and even the cap of 1,500 steps allows only 96,000, a
+# fraction of $8.6 \times 10^{-6}$ of them all (the cell prints these counts). Memorising
 # is not an option.
 
 # %%
-held_sources, held_targets = held_out_set("reverse", 1000, (4, 12), seed=10_000)
+held_sources, held_targets = held_out_set("reverse", 1000, (4, 10), seed=10_000)
 
 
 def spell(tokens) -> str:
@@ -84,9 +84,9 @@ def spell(tokens) -> str:
 for source, target in zip(held_sources[:3], held_targets[:3], strict=True):
     print(f"{spell(source):>24}  ->  {spell(target)}")
 print("other tasks on the first source:", {task: spell(fn(held_sources[0])) for task, fn in TASKS.items()})
-possible = sum(10**n for n in range(4, 13))
+possible = sum(10**n for n in range(4, 11))
 defaults = Config()
-for steps in (400, 450, defaults.max_steps):
+for steps in (375, 450, defaults.max_steps):
     seen = steps * defaults.batch_size
     print(f"{steps:5d} steps of {defaults.batch_size} sources: {seen:7,} seen, "
           f"{seen / possible:.1e} of the {possible:.2e} possible")  # fmt: skip

@@ -5,10 +5,15 @@ A script, not a test: it prints, and exits 0 whether or not the goal is met.
 
 Each seed trains a fresh model with the lesson's configuration (`solutions.capstone.Config`,
 the code the lesson's cells show) until greedy decoding gets every one of the 1,000
-held-out sequences (lengths 4 to 12, never trained on) exactly right. The seconds are the
+held-out sequences (lengths 4 to 10, never trained on) exactly right. The seconds are the
 training steps only: the held-out evaluations every `Config.every` steps are not counted,
-nor PyTorch's one-time imports (a warm-up run pays them first).
-Goal: 100% in at most 20 s of training for every seed, on a 2-core CPU.
+nor PyTorch's one-time imports (a warm-up run pays them first). PyTorch runs on one thread,
+as in the lesson (its first cell sets it): this model's operations are too small to share out,
+and on a CPU that other jobs keep busy, two threads that wait for each other make a step many
+times slower. With two threads, the earlier configuration's seed 0 trained 450 steps in 7.2 s
+at a load average of 0.4; a minute later, beside a C++ build (load 7 to 9), seed 1 took 163 s
+for 550 steps.
+Goal: 100% in at most 5 s of training for every seed, on a 2-core CPU.
 """
 
 import argparse
@@ -25,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository r
 from solutions import Transformer, make_batch  # noqa: E402
 from solutions.capstone import END, PAD, START, VOCAB, Config, held_out_set, train  # noqa: E402
 
-GOAL_S = 20.0
+GOAL_S = 5.0
 
 
 def warm_up() -> None:
@@ -54,6 +59,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     seeds = parser.parse_args().seeds
+    torch.set_num_threads(1)
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"{torch.get_num_threads()} torch threads, torch {torch.__version__}")  # fmt: skip
     warm_up()
@@ -66,7 +72,7 @@ def main() -> int:
         print(f"  seed {seed}: {outcome}, {train_s:.1f} s of training")
     median = statistics.median(seconds)
     if all(solved):
-        goal = f"goal {GOAL_S:.0f} s"
+        goal = f"slowest {max(seconds):.1f} s; goal {GOAL_S:.0f} s for every seed"
         print(f"capstone: 100% exact match in {median:.1f} s (median of {len(seeds)} seeds; {goal})")
     else:
         print(f"capstone: not every seed reached 100% ({sum(solved)} of {len(seeds)}); median {median:.1f} s")
