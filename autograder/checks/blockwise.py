@@ -83,7 +83,8 @@ def blockwise_variant(
     (``rescale``: "sum" or "output" rescales only that one, "none" neither), each block's own softmax averaged
     (``own_blocks``), the mask left out or filled with -1e9, no guard for a row that has seen no
     allowed key (``guard``), the remainder block left out, the scores not divided by sqrt(d_k),
-    each block ended at T_k - 1 at most (``last_key``), the mask sliced on its query axis."""
+    each block ended at T_k - 1 at most (``last_key``), the mask sliced on its query axis, or on
+    its key axis even where that axis has size 1 (``mask_axis="key, always"``)."""
     scale = 1.0 / math.sqrt(q.size(-1)) if scaled else 1.0
     t_k = k.size(-2)
     stop = t_k if last_block else t_k - t_k % block_size
@@ -99,7 +100,8 @@ def blockwise_variant(
         if mask is not None and use_mask and mask_axis == "query":
             scores = scores.masked_fill(~mask[..., start:end, :], fill)
         elif mask is not None and use_mask:
-            block_mask = mask[..., start:end] if mask.size(-1) > 1 else mask
+            broadcasts = mask.size(-1) == 1 and mask_axis != "key, always"
+            block_mask = mask if broadcasts else mask[..., start:end]
             scores = scores.masked_fill(~block_mask, fill)
         if own_blocks:  # each block's softmax, as if it were all the keys, then their mean
             acc = acc + torch.softmax(scores, dim=-1).nan_to_num(0.0) @ v[..., start:end, :]
@@ -166,19 +168,32 @@ def compare_blockwise(
     core.expect_close(BLOCKWISE, "the output", out, right, OUT, mistakes, said + advice)
 
 
+def _runs(fn, q, k, v, mask, block_size: int) -> bool:
+    """Whether the learner's call on these inputs returns without raising."""
+    try:
+        with torch.no_grad():
+            core.call(BLOCKWISE, fn, q, k, v, mask, block_size)
+    except core.CheckFailure:
+        return False
+    return True
+
+
 def _name_mask_crash(fn, failure: core.CheckFailure, q, k, v, mask, block_size: int) -> None:
-    """A shape error with a mask where the same call without one runs is the mask's slice: name it."""
+    """A shape error with a mask is the mask's slice: of a key axis of size 1 when the same mask
+    widened to T_k keys runs, on the wrong axis when the call without a mask runs. Name it."""
     error = core.crash_of(failure)
     if mask is None or error is None or shape_errors.mismatched_sizes(error) is None:
         return
-    try:
-        with torch.no_grad():
-            core.call(BLOCKWISE, fn, q, k, v, None, block_size)
-    except core.CheckFailure:
+    widened = mask.expand(*mask.shape[:-1], k.size(-2))
+    if mask.size(-1) == 1 and k.size(-2) > block_size and _runs(fn, q, k, v, widened, block_size):
+        mistake, runs = core.named(BLOCKWISE_MISTAKES, "mask of key size 1 sliced per block"), "the same mask"
+        runs += f" widened to {list(widened.shape)}"
+    elif _runs(fn, q, k, v, None, block_size):
+        mistake, runs = core.named(BLOCKWISE_MISTAKES, "mask sliced on the query axis"), "without one"
+    else:
         return
-    mistake = core.named(BLOCKWISE_MISTAKES, "mask sliced on the query axis")
     raise core.CheckFailure(
-        f"{BLOCKWISE}: your code fails with a mask {list(mask.shape)} and runs without one, like a known "
+        f"{BLOCKWISE}: your code fails with a mask {list(mask.shape)} and runs {runs}, like a known "
         f"mistake, {mistake.said()}. {mistake.hint} (Your error: {error})"
     ) from error
 
@@ -233,25 +248,35 @@ def check_blockwise_large_scores(fn) -> None:
 
 
 def _masks(q, k, seed: int) -> dict[str, torch.Tensor]:
-    """Three broadcast shapes, True = may attend: [B, 1, T_q, T_k] with query 2 that may attend to no
-    key, a padding mask [B, 1, 1, T_k] (the last row ends in 7 padded keys) and a causal [T_q, T_k]."""
+    """Four broadcast shapes, True = may attend: [B, 1, T_q, T_k] with query 2 that may attend to no
+    key, a padding mask [B, 1, 1, T_k] (the last row ends in 7 padded keys), a causal [T_q, T_k], and
+    a mask of the queries [B, 1, T_q, 1] that broadcasts over every key (the last row's last two
+    queries may attend to none)."""
     full = random_mask(q.size(0), q.size(-2), k.size(-2), seed=seed)
     full[:, :, 2, :] = False  # query 2 may attend to no key at all
     padding = torch.ones(q.size(0), 1, 1, k.size(-2), dtype=torch.bool, device=q.device)
     padding[-1, ..., -7:] = False
     causal = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=q.device).tril()
-    return {"[B, 1, T_q, T_k]": full, "[B, 1, 1, T_k]": padding, "[T_q, T_k]": causal}
+    queries = torch.ones(q.size(0), 1, q.size(-2), 1, dtype=torch.bool, device=q.device)
+    queries[-1, :, -2:, :] = False
+    return {
+        "[B, 1, T_q, T_k]": full,
+        "[B, 1, 1, T_k]": padding,
+        "[T_q, T_k]": causal,
+        "[B, 1, T_q, 1]": queries,
+    }
 
 
 def check_blockwise_mask(fn) -> None:
-    """Masks of three broadcast shapes (True = may attend), one with a query that may attend to no key:
-    masked keys have no effect, and that query's output is zeros, never NaN."""
+    """Masks of four broadcast shapes (True = may attend), one of key size 1, two with a query that
+    may attend to no key: masked keys have no effect, and such a query's output is zeros, never NaN."""
     q, k, v = _blockwise_inputs(seed=130)
     for letters, mask in _masks(q, k, seed=131).items():
         compare_blockwise(fn, q, k, v, mask, 8, where=f", a mask {letters}")
     core.passed(
-        f"{BLOCKWISE} applies masks [B, 1, T_q, T_k], [B, 1, 1, T_k] and [T_q, T_k] block by block, and "
-        "gives zeros, not NaN, for a query that may attend to no key"
+        f"{BLOCKWISE} applies masks [B, 1, T_q, T_k], [B, 1, 1, T_k], [T_q, T_k] and [B, 1, T_q, 1] (which "
+        "broadcasts over the keys) block by block, and gives zeros, not NaN, for a query that may attend "
+        "to no key"
     )
 
 

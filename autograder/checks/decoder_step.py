@@ -33,6 +33,7 @@ def _step_variant(
     cache,
     *,
     append=True,
+    newest_first=False,
     keep_newest_only=False,
     attend="all",
     first_key_only=False,
@@ -63,6 +64,8 @@ def _step_variant(
         if old_k is None:  # the first step: the new position is the only one
             old_k, old_v = k_new[:, :, :0], v_new[:, :, :0]  # no earlier position: [B, h, 0, d_k]
             k, v = k_new, v_new
+        elif newest_first:  # the new position in front of the cached ones
+            k, v = torch.cat([k_new, old_k], dim=cat_dim), torch.cat([v_new, old_v], dim=cat_dim)
         else:
             k, v = torch.cat([old_k, k_new], dim=cat_dim), torch.cat([old_v, v_new], dim=cat_dim)
         if append and keep_newest_only:  # attends over old and new, then stores the new one alone
@@ -299,6 +302,10 @@ def compare_steps(fn, case: _Case) -> None:
             core.expect_shape(
                 STEP, f"cache[{name!r}] after step t = {t}", got, CACHE, (batch, n_heads, t, d_k)
             )
+            if not core.same(got, full[:, :, :t]) and core.same(got, full[:, :, :t].flip(2)):
+                raise core.CheckFailure(
+                    core.named(STEP_MISTAKES, "cache holds the newest position first").message(STEP)
+                )
             if not core.same(got, full[:, :, :t]):
                 what = "keys" if name == "k" else "values"
                 raise core.CheckFailure(

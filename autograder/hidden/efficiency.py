@@ -72,8 +72,8 @@ def hidden_cached_greedy_decode(fresh: Fresh, fn, with_end: bool) -> None:
 @replayable
 def hidden_blockwise_attention(fresh: Fresh, fn, masked: bool, trials: int = 3) -> None:
     """Fresh sizes (T_q != T_k, d_k != d_v) and a fresh block size, with T_k two to five full blocks
-    and a shorter last one; the last trial's scores overflow exp. With ``masked``, masks of three
-    broadcast shapes, one with a query that may attend to no key. Against the reference."""
+    and a shorter last one; the last trial's scores overflow exp. With ``masked``, masks of four
+    broadcast shapes, one of key size 1, with queries that may attend to no key. Against the reference."""
     for trial in range(trials):
         block_size = fresh.size(2, 6)
         t_k = block_size * fresh.size(2, 5) + fresh.size(1, block_size - 1)
@@ -89,6 +89,10 @@ def hidden_blockwise_attention(fresh: Fresh, fn, masked: bool, trials: int = 3) 
             for mask in masks:
                 mask[..., 0] = True  # every query sees its first key ...
             masks[0][..., -1, :] = False  # ... but one query sees none
+            queries = fresh.bools(b, 1, t_q, 1)  # a mask of key size 1: it broadcasts over the keys
+            queries[0, :, 0, :] = True
+            queries[-1, :, -1, :] = False
+            masks.append(queries)
         for mask in masks:
             expected = answer(reference_blockwise, q, k, v, mask, block_size)
             checks.compare_blockwise(fn, q, k, v, mask, block_size, expected=expected)

@@ -258,7 +258,7 @@ for name, (small, large) in local.items():
 # | `k`, `v` | `[..., T_k, d_k]`, `[..., T_k, d_v]` |
 # | one block of keys, of values | `[..., b, d_k]`, `[..., b, d_v]`, $b \le$ `block_size` (the last block may be shorter) |
 # | the block's scores, and their weights $e^{s_j - m'}$ | `[..., T_q, b]` |
-# | the block's slice of the mask | `mask[..., start:end]`, broadcasting against `[..., T_q, b]` |
+# | the block's slice of the mask | `mask[..., start:end]`, broadcasting against `[..., T_q, b]`; a last axis of size 1 is used whole |
 # | running maximum $m$, running sum $\ell$ | `[..., T_q, 1]` each |
 # | running output $a$ | `[..., T_q, d_v]` |
 #
@@ -289,7 +289,8 @@ print("with the maximum subtracted:  ", [round(w, 4) for w in (shifted / shifted
 #   the three formulas; `torch.maximum`, `scores.amax(dim=-1, keepdim=True)`,
 #   `masked_fill` and `torch.exp` are all you need;
 # - a mask means what it meant in lesson 03 (True: may attend) and broadcasts against the
-#   scores; cut each block's part out of its last axis with `mask[..., start:end]`;
+#   scores; cut each block's part out of its last axis with `mask[..., start:end]`, unless
+#   that axis has size 1: such a mask broadcasts over every key, and each block uses it whole;
 # - a row that may attend to no key gets zeros, never NaN.
 #
 # Do not call `F.scaled_dot_product_attention` or lesson 03's attention, and never compute
