@@ -257,6 +257,9 @@ MHA_MISTAKES = core.catalogue(
         "scores divided by d_model instead of sqrt(d_k)": lambda m, q, k, v, mask=None: _mha(
             m, q, k, v, mask, scale=q.size(-1)
         ),
+        "scaled by d_k instead of sqrt(d_k)": lambda m, q, k, v, mask=None: _mha(
+            m, q, k, v, mask, scale=q.size(-1) // m.n_heads
+        ),
         "softmax over the wrong dimension": lambda m, q, k, v, mask=None: _mha(m, q, k, v, mask, dim=-2),
         "heads split with view, without transpose": lambda m, q, k, v, mask=None: _mha(
             m, q, k, v, mask, split=_split_view_only

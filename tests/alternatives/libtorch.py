@@ -261,6 +261,9 @@ MUTANTS = {
         "scores divided by d_model instead of sqrt(d_k)": [
             ("/ std::sqrt(static_cast<double>(d_k))", "/ static_cast<double>(h * d_k)")
         ],
+        "scaled by d_k instead of sqrt(d_k)": [
+            ("/ std::sqrt(static_cast<double>(d_k))", "/ static_cast<double>(d_k)")
+        ],
         "heads split with view, without transpose": [
             ("x.view({batch, x.size(1), h, d_k}).transpose(1, 2)", "x.view({batch, h, x.size(1), d_k})")
         ],
