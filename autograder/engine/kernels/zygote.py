@@ -44,15 +44,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.connect import KernelConnectionInfo
 from jupyter_client.provisioning import LocalProvisioner
 from jupyter_core.paths import jupyter_runtime_dir
-from traitlets import Enum
+from traitlets import DottedObjectName, Enum, Type
 
 from autograder import grading, lessons
 from autograder.engine import submission_files
 from autograder.engine.execute import CourseExecute
 from autograder.engine.kernels.environment import kernel_environment
+from autograder.engine.kernels.ready_client import ReadyKernelClient
 from autograder.engine.kernels.sandbox import (
     Group,
     Limits,
@@ -514,7 +516,11 @@ class ZygoteProvisioner(LocalProvisioner):
 class WarmKernelManager(SandboxSettings):
     """A kernel manager whose kernels the process's zygote forks (``ZygoteProvisioner``),
     with the cold manager's settings and conventions: ``judge_folder`` is the kernel's private
-    folder, which both sides reach, and interrupts go by message."""
+    folder, which both sides reach, and interrupts go by message. Its client is ready as soon
+    as the kernel answers (autograder/engine/kernels/ready_client.py)."""
+
+    client_class = DottedObjectName(f"{ReadyKernelClient.__module__}.{ReadyKernelClient.__name__}")
+    client_factory = Type(ReadyKernelClient, klass=AsyncKernelClient)
 
     def hit_memory_cap(self) -> bool:
         """Whether the memory cap ended a process of this kernel's sandbox (ZygoteProvisioner's)."""
