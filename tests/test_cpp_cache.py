@@ -3,7 +3,7 @@ only read it, and no submission can make another import a library of its making.
 
 Builds are counted in the cache (its build log and folders), never timed. Four real compiles run
 here: the precompiled header and the binding object, which the trusted step makes once each (about
-40 s of CPU each; 0.8 GB and a few MB), the reference's Embedding, built by the trusted step once
+65 s of CPU for the two; 0.7 GB and 3.5 MB), the reference's Embedding, built by the trusted step once
 for two submissions, and a variant that a kernel builds privately (a few seconds of CPU each with
 the header). Kernels are stood for by Python
 processes in the grading kernels' sandbox: the same mounts (the workspace hidden, the shared cache
