@@ -3,9 +3,9 @@ clip=None): one train_step per batch, with optional gradient clipping, on the st
 autograder/checks/training_oracle.py."""
 
 import copy
+import functools
 import math
 import numbers
-import warnings
 from dataclasses import dataclass
 
 import torch
@@ -27,6 +27,7 @@ from autograder.checks.training_oracle import (
     V_SRC,
     V_TGT,
     B,
+    Relaid,
     Settings,
     StandIn,
     arguments_for,
@@ -118,8 +119,9 @@ def _loop_variant(
 
 
 LOOP_MISTAKES = core.catalogue(TRAIN_LOOP, variant=_loop_variant)
-# computed on the learner's own model: per parameter means the lesson's parameters, not the stand-in's
-OWN_MODEL_MISTAKES = ("gradients clipped per parameter",)
+# computed on the stand-in cut into the learner's parameters (Relaid): per parameter means the
+# lesson's parameters, not the stand-in's, which stacks q, k and v in one
+OWN_LAYOUT_MISTAKES = ("gradients clipped per parameter",)
 
 
 @dataclass(kw_only=True)
@@ -189,8 +191,10 @@ def _run_loop(call, case: LoopCase, model, optim, read, names) -> LoopOutcome:
     return LoopOutcome(returned, bool(model.training), weights, rate, left)
 
 
-def _stand_in_loop(fn, case: LoopCase) -> LoopOutcome:
-    model = copy.deepcopy(case.stand_in).eval()
+def _stand_in_loop(fn, case: LoopCase, layout: list[str] | None = None) -> LoopOutcome:
+    """``fn`` on a copy of the case's StandIn or, given a ``layout``, on the StandIn cut into the
+    parameters it names (``Relaid``)."""
+    model = (copy.deepcopy(case.stand_in) if layout is None else Relaid(case.stand_in, layout)).eval()
 
     with exact_matmul(), oracles.fastpath_disabled():
         return _run_loop(fn, case, model, torch.optim, stand_in_weights, None)
@@ -198,6 +202,14 @@ def _stand_in_loop(fn, case: LoopCase) -> LoopOutcome:
 
 def _loop_outcomes(case: LoopCase) -> list[tuple[core.Mistake, LoopOutcome | None]]:
     return outcomes_of(LOOP_MISTAKES, _stand_in_loop, case)
+
+
+def _own_layout_outcomes(case: LoopCase, layout: list[str]) -> list[tuple[core.Mistake, LoopOutcome | None]]:
+    """The mistakes whose outcome depends on how the weights are cut into parameters, on the
+    stand-in cut as the learner's model is; never on the learner's model, which under the judge
+    lives in the kernel, where none of the checks' code runs."""
+    mistakes = [m for m in LOOP_MISTAKES if m.name in OWN_LAYOUT_MISTAKES]
+    return outcomes_of(mistakes, functools.partial(_stand_in_loop, layout=layout), case)
 
 
 def _same_losses(a, b) -> bool:
@@ -304,23 +316,12 @@ def compare_train_loop(fn, model_class, optim, case: LoopCase) -> LoopOutcome:
                 ) from failure.__cause__
             raise
 
-    def own_model_outcomes() -> list[tuple[core.Mistake, LoopOutcome | None]]:
-        """The mistakes whose outcome depends on how the weights are cut into parameters, run on a
-        fresh copy of the learner's own model (the stand-in stacks q, k and v in one parameter)."""
-        found = []
-        for mistake in (m for m in LOOP_MISTAKES if m.name in OWN_MODEL_MISTAKES):
-            own = transformer_module(model_class, case.args)
-            load_transformer(own, state)
-            with exact_matmul(), oracles.fastpath_disabled(), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                try:
-                    found.append((mistake, _run_loop(mistake.compute, case, own, optim, weights_of, names)))
-                except Exception:  # noqa: BLE001 - a mistake that crashes here matches nothing
-                    found.append((mistake, None))
-        return found
+    def layout() -> list[str]:
+        """The names of the learner's parameters: data, which the judge reads from the kernel's model."""
+        return [name for name, _ in model.named_parameters()]
 
     with telling_warnings_quoted():
-        return _compare_loop(case, learner, model, optim, names, own_model_outcomes)
+        return _compare_loop(case, learner, model, optim, names, layout)
 
 
 def _narrowed(found: list[tuple[core.Mistake, LoopOutcome]], outcome: LoopOutcome) -> list[core.Mistake]:
@@ -335,10 +336,10 @@ def _narrowed(found: list[tuple[core.Mistake, LoopOutcome]], outcome: LoopOutcom
     return [m for m, _ in found]
 
 
-def _compare_loop(case: LoopCase, learner, model, optim, names: list[str], own_model_outcomes) -> LoopOutcome:
+def _compare_loop(case: LoopCase, learner, model, optim, names: list[str], layout) -> LoopOutcome:
     """The learner's loop against the oracle's, stage by stage; the oracle's outcome. A difference
-    is named after the known mistakes that match it on the stand-in, or else on the learner's own
-    model (``own_model_outcomes``)."""
+    is named after the known mistakes that match it on the stand-in, or else on the stand-in cut
+    into the learner's parameters (``layout()`` names them)."""
     outcome = _run_loop(learner, case, model, optim, weights_of, names)
     _expect_losses_list(outcome.returned, len(case.batches))
     expected = _stand_in_loop(oracle_loop, case)
@@ -348,7 +349,8 @@ def _compare_loop(case: LoopCase, learner, model, optim, names: list[str], own_m
             continue
         matching = [(m, o) for m, o in _loop_outcomes(case) if o is not None and equal(actual, get(o))]
         if not matching:
-            matching = [(m, o) for m, o in own_model_outcomes() if o is not None and equal(actual, get(o))]
+            own = _own_layout_outcomes(case, layout())
+            matching = [(m, o) for m, o in own if o is not None and equal(actual, get(o))]
         found = _narrowed(matching, outcome)
         if found:
             raise core.CheckFailure(

@@ -8,7 +8,7 @@ import copy
 import math
 import numbers
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -96,6 +96,80 @@ class StandIn(nn.Module):
             "generator.proj.weight": self.generator.proj.weight.detach().clone(),
             "generator.proj.bias": self.generator.proj.bias.detach().clone(),
         }
+
+
+class Relaid(nn.Module):
+    """A StandIn whose weights are cut into parameters as another model cuts them: one parameter
+    for each of ``layout``'s names (the lesson's names, which a learner's Transformer holds), so
+    that code treating each parameter on its own (a clip per parameter) treats the same pieces as
+    on that model. It computes what the StandIn computes, from these pieces; a weight that
+    ``layout`` leaves out stays fixed, as a buffer does. Built on the checks' side from names
+    alone, it stands in for a model that cannot run such code here (the kernel's, under the judge)."""
+
+    def __init__(self, stand_in: StandIn, layout: Sequence[str]):
+        super().__init__()
+        state = stand_in.course_state()
+        odd = [name for name in layout if name not in state or name == "positional.pe"]
+        if odd or len(set(layout)) != len(layout):
+            raise ValueError(f"a layout names each of the lesson's weights at most once; got {odd or layout}")
+        self.layout = list(layout)
+        self.pieces = nn.ParameterList(nn.Parameter(state[name].clone()) for name in self.layout)
+        self.fixed = {name: value.clone() for name, value in state.items() if name not in self.layout}
+        self.template = [copy.deepcopy(stand_in)]  # in a list: its own parameters are not this module's
+        self.order = [name for name in state if name != "positional.pe"]
+        self.places = _places(stand_in, self.order)
+
+    def course_state(self) -> dict[str, torch.Tensor]:
+        """Its weights under the lesson's names, as StandIn.course_state gives them."""
+        held = {name: piece.detach().clone() for name, piece in zip(self.layout, self.pieces, strict=True)}
+        return {
+            name: held[name] if name in held else self.fixed[name].clone()
+            for name in [*self.order, "positional.pe"]
+        }
+
+    def _stand_in_parameters(self) -> dict[str, torch.Tensor]:
+        """The StandIn's parameters, each gathered from the pieces (and the fixed weights)."""
+        held = dict(zip(self.layout, self.pieces, strict=True))
+        flat = torch.cat(
+            [(held[name] if name in held else self.fixed[name]).reshape(-1) for name in self.order]
+        )
+        return {name: flat[where] for name, where in self.places.items()}
+
+    def forward(self, src, tgt, src_mask, tgt_mask):
+        template = self.template[0].train(self.training)
+        return torch.func.functional_call(
+            template, self._stand_in_parameters(), (src, tgt, src_mask, tgt_mask), strict=False
+        )
+
+    def generator(self, states: torch.Tensor) -> torch.Tensor:
+        """The StandIn's generator on ``states``, with the pieces' projection."""
+        proj = {key.removeprefix("generator."): value for key, value in self._stand_in_parameters().items()
+                if key.startswith("generator.")}  # fmt: skip
+        return torch.func.functional_call(self.template[0].generator, proj, (states,))
+
+
+def _places(stand_in: StandIn, order: list[str]) -> dict[str, torch.Tensor]:
+    """For each of the StandIn's parameters, where each of its numbers lies among the lesson's
+    weights laid end to end in ``order``: its course_state read from a copy whose every number is
+    its own position."""
+    numbered = copy.deepcopy(stand_in)
+    shapes, start = {}, 0
+    with torch.no_grad():
+        for name, parameter in numbered.named_parameters():
+            parameter.copy_(
+                torch.arange(start, start + parameter.numel(), dtype=torch.float64).view_as(parameter)
+            )
+            shapes[name], start = (start, parameter.shape), start + parameter.numel()
+    state = numbered.course_state()
+    positions = torch.cat([state[name].reshape(-1) for name in order]).long().cpu()
+    if not torch.equal(positions.sort().values, torch.arange(start)):
+        raise ValueError("the lesson's weights are not the StandIn's numbers, each once")
+    inverse = torch.empty(start, dtype=torch.long)
+    inverse[positions] = torch.arange(start)
+    return {
+        name: inverse[first : first + shape.numel()].view(shape).to(DEVICE)
+        for name, (first, shape) in shapes.items()
+    }
 
 
 # ---------------------------------------------------------------------------------------
