@@ -78,3 +78,5 @@ EXERCISES = {
     "11_efficiency": ["decoder_layer_step", "cached_greedy_decode", "blockwise_attention"],
     "12_libtorch": ["CppEmbedding", "CppPositionwiseFeedForward", "CppMultiHeadAttention"],
 }
+# the exercises a learner writes in C++ (lesson 12's)
+CPP_EXERCISES = frozenset(EXERCISES["12_libtorch"])

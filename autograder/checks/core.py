@@ -24,7 +24,7 @@ import torch
 from autograder.checks.device import DEVICE, DTYPE, exact_matmul, tolerance
 from autograder.checks.failure import CheckFailure
 from autograder.checks.shape_errors import error_key, not_contiguous, sizes_clause
-from autograder.lessons import EXERCISES
+from autograder.lessons import CPP_EXERCISES, EXERCISES
 
 EXERCISE_NAMES = {name for lesson in EXERCISES.values() for name in lesson}
 
@@ -70,8 +70,6 @@ def naming_noted() -> Iterator[list[str]]:
 
 CATALOGUE_FOLDER = Path(__file__).with_name("catalogue")
 ENTRY_KEYS = {"name", "hint", "hint_cpp", "switch", "shared_with"}
-# the exercises a learner writes in C++ (lesson 12's): a mistake they share takes its hint_cpp
-CPP_EXERCISES = frozenset(EXERCISES.get("12_libtorch", ()))
 
 
 @functools.cache

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import nbformat
 
-from autograder.lessons import EXERCISES
+from autograder.lessons import CPP_EXERCISES
 
 # exercise -> names of PyTorch's own versions of it (as attributes: `F.layer_norm`, `nn.LayerNorm`)
 OFF_LIMITS: dict[str, tuple[str, ...]] = {
@@ -56,7 +56,6 @@ OFF_LIMITS: dict[str, tuple[str, ...]] = {
     "CppMultiHeadAttention": ("MultiheadAttention", "multi_head_attention_forward"),
 }
 # lesson 12's exercises are C++, compiled by the cell: ``Name = compile_module("<module>", r"""...""")``
-CPP_EXERCISES = frozenset(EXERCISES["12_libtorch"])
 
 COURSE_PACKAGES = ("solutions", "autograder")
 MACHINERY_NAMES = {"get_ipython", "__builtins__", "__import__", "setattr", "delattr", "globals"}
