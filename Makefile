@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 # nbgrader runs `alembic` (and jupyter its kernels) from PATH: the venv's bin comes first.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup sandbox postgres browser screenshots test lint lab formgrader demo notebooks samples bench bench-grading
+.PHONY: setup sandbox clang postgres browser screenshots test lint lab formgrader demo notebooks samples bench bench-grading
 
 # MathJax typesets the feedback pages' formulas when they are written (autograder/engine/feedback_page.py)
 MATHJAX := $(VENV)/mathjax/node_modules/mathjax-full/package.json
@@ -33,6 +33,17 @@ sandbox:
 	    echo "Grading runs in a sandbox that needs bubblewrap: sudo apt-get install bubblewrap"; exit 1; }; \
 	  echo "installing bubblewrap (the grading sandbox) ..."; \
 	  { apt-get install -y -q bubblewrap || { apt-get update -q && apt-get install -y -q bubblewrap; }; } \
+	    >$(VENV)/apt.log 2>&1 || { cat $(VENV)/apt.log; exit 1; }; }
+
+# Lesson 12 compiles C++ with clang++ where it is installed (autograder/cpp_pch.py): its precompiled
+# header also holds torch's template instantiations, so a later module compiles in about 2 s of CPU
+# instead of g++'s 6. Optional (g++ works too); as root on Debian or Ubuntu this installs it.
+clang:
+	@command -v clang++ >/dev/null || { \
+	  test "$$(id -u)" = 0 && command -v apt-get >/dev/null || { \
+	    echo "Lesson 12 builds faster with clang: sudo apt-get install clang"; exit 1; }; \
+	  echo "installing clang (lesson 12's faster C++ builds) ..."; \
+	  { apt-get install -y -q clang || { apt-get update -q && apt-get install -y -q clang; }; } \
 	    >$(VENV)/apt.log 2>&1 || { cat $(VENV)/apt.log; exit 1; }; }
 
 # The tests grade against a PostgreSQL server of their own (tests/postgres.py); as root on

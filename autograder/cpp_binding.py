@@ -232,14 +232,14 @@ def glue(parts: Sequence[tuple[str, str, str]]) -> str:
 
 def compile_command(unit: Path, output: Path) -> list[str]:
     """The compiler's command for the binding's unit (Python's headers included)."""
-    compiler = os.environ.get("CXX", "c++")
-    return [compiler, "-DTORCH_API_INCLUDE_EXTENSION_H", *cpp_pch.flags(), "-c", str(unit), "-o", str(output)]
+    command = [cpp_pch.compiler(), "-DTORCH_API_INCLUDE_EXTENSION_H", *cpp_pch.flags()]
+    return [*command, "-c", str(unit), "-o", str(output)]
 
 
 def folder_name() -> str:
     """The folder of the binding object for this text, this torch, these flags and this compiler."""
     digest = hashlib.sha256()
-    for part in (source(), torch.__version__, " ".join(cpp_pch.flags()), shutil.which("c++") or ""):
+    for part in (source(), torch.__version__, " ".join(cpp_pch.flags()), cpp_pch.compiler_identity()):
         digest.update(part.encode())
         digest.update(b"\0")
     return f"binding-{digest.hexdigest()[:20]}"
@@ -267,6 +267,7 @@ def build(folder: Path, mark: str, limit_s: float) -> Path:
         done = subprocess.run(command, capture_output=True, text=True, timeout=limit_s)
         if done.returncode != 0:
             raise RuntimeError(f"the course's binding did not compile: {done.stderr.strip()[-400:]}")
+        cpp_pch.record(staging)
         (staging / mark).write_text("")
         for path in staging.iterdir():
             path.chmod(0o644)

@@ -6,16 +6,27 @@ header ``course_torch.h``, is compiled once into ``course_torch.h.gch`` in a fol
 ``pch-<hash>/`` of a cache (the hash of the text, torch's version, the flags and the compiler),
 with a ``finished`` mark written last. A build then passes ``-include <folder>/course_torch.h``:
 the compiler loads the ``.gch`` instead of parsing the headers, and the unit's own ``#include``
-lines are skipped by the headers' include guards, so the code compiled is the same. Where the
-``.gch`` does not match the build's flags the compiler reads the header itself (``-Winvalid-pch``
-says so in the build's log): slower, never wrong. Only trusted text goes into it: the course's
-fixed lines and the headers they name.
+lines are skipped by the headers' include guards, so the code compiled is the same. Where g++
+finds a ``.gch`` that does not match the build's flags it reads the header itself
+(``-Winvalid-pch`` says so in the build's log): slower, never wrong. Only trusted text goes into
+it: the course's fixed lines and the headers they name.
+
+The compiler (``compiler``): ``COURSE_CXX`` when set, else clang++ where it is installed, else
+``CXX`` or c++. clang's header also holds the template instantiations that torch's headers ask of
+every unit (``-fpch-instantiate-templates``), which g++ redoes at the end of each unit: a later
+module's compile costs about 2 s of CPU with clang, 6 s with g++, and the header is 150 MB, not
+700. clang reads the ``.gch`` name too. Each folder records the install that made it
+(``MADE_FOR``), so that a learner's new header can remove what that install made before
+(``prune``).
 """
 
+import functools
 import hashlib
 import os
+import re
 import shutil
 import subprocess
+import sys
 import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,7 +34,43 @@ from pathlib import Path
 import torch
 
 HEADER = "course_torch.h"  # the compiler reads course_torch.h.gch beside it
-PCH_MB = 700  # about the size of the .gch, in MB
+COMPILER_VARIABLE = "COURSE_CXX"
+MADE_FOR = "made-for"  # in each folder: the Python installation (sys.prefix) whose build made it
+PREFIXES = ("pch-", "binding-")  # the folders of a cache that hold no learner's build
+
+
+def compiler() -> str:
+    """The C++ compiler of lesson 12's builds: ``COURSE_CXX``, else clang++ when it is on the
+    search path, else ``CXX``, else c++."""
+    forced = os.environ.get(COMPILER_VARIABLE)
+    if forced:
+        return forced
+    return "clang++" if shutil.which("clang++") else os.environ.get("CXX", "c++")
+
+
+@functools.cache
+def _identity(command: str) -> str:
+    try:
+        done = subprocess.run([command, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    first = done.stdout.strip().split("\n")[0]
+    return f"{os.path.realpath(shutil.which(command) or command)} {first}"
+
+
+def compiler_identity() -> str:
+    """The compiler's path and the first line of its ``--version`` ("" when it does not run):
+    part of every cache key, since a header or an object is only for the compiler that made it."""
+    return _identity(compiler())
+
+
+def is_clang() -> bool:
+    return "clang" in compiler_identity()
+
+
+def header_size_mb() -> int:
+    """About the size of the precompiled header, in MB."""
+    return 150 if is_clang() else 700
 
 
 def flags() -> list[str]:
@@ -50,10 +97,26 @@ def link_flags() -> list[str]:
     ]
 
 
+def use_flags(header: Path) -> list[str]:
+    """The flags of a compile that reads the precompiled ``header`` first. clang compares a header
+    file's content where its time changed (a reinstall of the same torch), not its time alone."""
+    content = ["-fpch-validate-input-files-content"] if is_clang() else []
+    return ["-include", str(header), "-Winvalid-pch", *content]
+
+
+# clang refuses a header it cannot use (g++ warns and reads the headers): not the learner's error
+REFUSED = re.compile(r"^(?:fatal )?error: .*(?:PCH file|AST file|precompiled header)", re.M)
+
+
+def refused(log: str) -> bool:
+    """Whether a compile failed because the compiler would not read its precompiled header."""
+    return REFUSED.search(log) is not None
+
+
 def folder_name(head: Sequence[str]) -> str:
     """The folder of the precompiled ``head`` for this torch, these flags and this compiler."""
     digest = hashlib.sha256()
-    for part in ("\n".join(head), torch.__version__, " ".join(flags()), shutil.which("c++") or ""):
+    for part in ("\n".join(head), torch.__version__, " ".join(flags()), compiler_identity()):
         digest.update(part.encode())
         digest.update(b"\0")
     return f"pch-{digest.hexdigest()[:20]}"
@@ -78,12 +141,16 @@ def build(folder: Path, head: Sequence[str], mark: str, limit_s: float) -> Path:
     staging.mkdir(parents=True)
     header = staging / HEADER
     header.write_text("\n".join(head) + "\n")
-    compiler = os.environ.get("CXX", "c++")
-    command = [compiler, "-x", "c++-header", *flags(), str(header), "-o", f"{header}.gch"]
+    # clang's header names the file it was made from, which must exist when it is read: it reads
+    # the text from its input instead, since the staging folder is renamed
+    source, given = ("-", "\n".join(head) + "\n") if is_clang() else (str(header), None)
+    instantiate = ["-fpch-instantiate-templates"] if is_clang() else []
+    command = [compiler(), "-x", "c++-header", *flags(), *instantiate, source, "-o", f"{header}.gch"]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=limit_s)
+        done = subprocess.run(command, input=given, capture_output=True, text=True, timeout=limit_s)
         if done.returncode != 0:
             raise RuntimeError(f"torch's headers did not precompile: {done.stderr.strip()[-400:]}")
+        record(staging)
         (staging / mark).write_text("")
         for path in staging.iterdir():
             path.chmod(0o644)
@@ -110,7 +177,7 @@ def for_build(
     folder = roots[0] / folder_name(head)
     print(
         "The first C++ build on this machine precompiles torch's headers once (1 to 3 minutes, about "
-        f"{PCH_MB} MB in {folder}); later builds then take seconds.",
+        f"{header_size_mb()} MB in {folder}); later builds then take seconds.",
         flush=True,
     )
     try:
@@ -118,3 +185,27 @@ def for_build(
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
         print(f"(building without the precompiled header: {error})", flush=True)
         return None
+
+
+def record(folder: Path) -> None:
+    """Write into ``folder`` which installation made it (``MADE_FOR``)."""
+    (folder / MADE_FOR).write_text(sys.prefix)
+
+
+def prune(root: Path, keep: Sequence[str]) -> list[str]:
+    """Remove the headers and binding objects of the learner's cache ``root`` that no build of this
+    installation can use any more: the ``pch-*`` and ``binding-*`` folders other than ``keep``
+    that this installation made (for another torch, other flags, another compiler), that an
+    installation since removed made, or that name no maker (made before folders said). Another
+    installation's that still exists are kept: it may share the cache. The names removed."""
+    removed = []
+    for folder in sorted(root.glob("*-*")) if root.is_dir() else []:
+        if not folder.name.startswith(PREFIXES) or folder.name in keep or not folder.is_dir():
+            continue
+        maker = folder / MADE_FOR
+        made_by = maker.read_text() if maker.is_file() else ""
+        if made_by and made_by != sys.prefix and Path(made_by).is_dir():
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder.name)
+    return removed

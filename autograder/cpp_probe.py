@@ -69,7 +69,7 @@ CAUSES = (
     "The usual causes: reading or writing a tensor past its end (data_ptr, accessor, an index "
     "computed by hand); a submodule declared as `torch::nn::Linear w_q{nullptr};` and used before "
     "`register_module` gave it a value; or, when the course's own reference crashes too, a C++ "
-    "compiler that does not match this PyTorch (compare `g++ --version` with "
+    "compiler that does not match this PyTorch (compare `g++ --version` or `clang++ --version` with "
     '`python -c "import torch; print(torch.__config__.show())"`).'
 )
 

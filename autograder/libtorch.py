@@ -2,14 +2,16 @@
 
 ``compile_module`` adds to a learner's ``torch::nn::Module`` (``struct EmbeddingImpl``) what the
 learner does not write (a few lines that hand it to the course's Python binding, ``cpp_binding``,
-with the contract's arguments), compiles that unit with g++, links it with the binding object
-(compiled once per cache), and returns a ``CppModule`` subclass: a real
-``nn.Module`` whose submodules are Python ``nn.Linear`` and ``nn.Embedding`` holding the C++
-module's very tensors, so ``load_state_dict``, ``.to(dtype)`` and earlier lessons' checks work.
+with the contract's arguments), compiles that unit (with clang++ where it is installed, else g++:
+``cpp_pch.compiler``), links it with the binding object (compiled once per cache), and returns a
+``CppModule`` subclass: a real ``nn.Module`` whose submodules are Python ``nn.Linear`` and
+``nn.Embedding`` holding the C++ module's very tensors, so ``load_state_dict``, ``.to(dtype)`` and
+earlier lessons' checks work.
 Each class made here is recorded (``binding_built``): lesson 12's checks take nothing else.
 
-Builds are cached by a hash of the unit, torch's version and the flags (``COURSE_CPP_CACHE``, else
-beside torch's own extensions): a source compiles once per cache, is imported once per process.
+Builds are cached by a hash of the unit, torch's version, the flags and the compiler
+(``COURSE_CPP_CACHE``, else beside torch's own extensions): a source compiles once per cache, is
+imported once per process.
 Builds read torch's headers precompiled (``cpp_pch``): made by a learner's first build where
 ``COURSE_CPP_CACHE`` is not set; in grading, made by the grader only and read by kernels. The
 binding object is made alike, by the first build that finds none (in grading: by the grader).
@@ -133,14 +135,14 @@ def translation_unit(parts: list[Part]) -> str:
 
 
 def build_key(unit: str) -> str:
-    """A hash of everything the build depends on: the file, torch's version, the flags, g++'s path,
-    the binding object it links."""
+    """A hash of everything the build depends on: the file, torch's version, the flags, the
+    compiler, the binding object it links."""
     digest = hashlib.sha256()
     for part in (
         unit,
         torch.__version__,
         " ".join(EXTRA_CFLAGS),
-        shutil.which("c++") or "",
+        cpp_pch.compiler_identity(),
         cpp_binding.folder_name(),
     ):
         digest.update(part.encode())
@@ -181,7 +183,7 @@ def compile_limit_s() -> float:
 def missing_tools() -> list[str]:
     """What a build needs and this machine lacks: a C++ compiler, ninja, Python's headers."""
     missing = []
-    if shutil.which(os.environ.get("CXX", "c++")) is None:
+    if shutil.which(cpp_pch.compiler()) is None:
         missing.append("a C++ compiler (g++)")
     if shutil.which("ninja") is None:
         missing.append("ninja")
@@ -245,6 +247,7 @@ def build_library(name: str, unit: str, parts: list[Part], verbose: bool = False
     (folder / "unit.cpp").write_text(unit)
     made_here = not os.environ.get(CACHE_VARIABLE)  # a learner's machine; never a grading kernel
     limit, labels = compile_limit_s(), ", ".join(part.label for part in parts)
+    new_header = made_here and cpp_pch.finished(cache_roots(), UNIT_HEAD, FINISHED) is None
     with ThreadPoolExecutor(1) as pool:  # a first build makes both at once, on two cores
         made = pool.submit(cpp_binding.for_build, cache_roots(), FINISHED, limit)
         pch = cpp_pch.for_build(cache_roots(), UNIT_HEAD, FINISHED, limit, made_here)
@@ -254,10 +257,12 @@ def build_library(name: str, unit: str, parts: list[Part], verbose: bool = False
         raise CompileError(f"{labels}: the course's binding did not compile within {limit:.0f} s") from error
     except (RuntimeError, OSError) as error:
         raise CompileError(f"{labels}: {error}") from error
+    if new_header and pch is not None:
+        prune_old_headers(pch.parent, binding.parent)
     print(f"compiling {labels} in C++ ...", flush=True)
     trial_process = start_trial()  # it imports torch while the compiler runs
     try:
-        finished = run_within(build_commands(folder, name, pch, binding), limit)
+        finished = compile_and_link(folder, name, pch, binding, limit)
         if finished is None:
             raise CompileError(
                 f"{labels}: the C++ did not compile within {limit:.0f} s, the limit for one build"
@@ -277,16 +282,37 @@ def build_library(name: str, unit: str, parts: list[Part], verbose: bool = False
     return library
 
 
+def prune_old_headers(header_folder: Path, binding_folder: Path) -> None:
+    """After a learner's new precompiled header (in ``header_folder``): remove from their cache the
+    headers and binding objects that this installation can no longer use (``cpp_pch.prune``)."""
+    cache = header_folder.parent
+    removed = cpp_pch.prune(cache, [header_folder.name, binding_folder.name])
+    if removed:
+        print(f"(removed {len(removed)} older precompiled headers and objects from {cache})", flush=True)
+
+
 def build_commands(folder: Path, name: str, pch: Path | None, binding: Path) -> list[list[str]]:
     """The compiler's two commands for the unit that waits in ``folder``: compile it (reading the
     precompiled header ``pch`` first when there is one; include guards skip the unit's own
     ``#include`` lines), then link it with the ``binding`` object into ``<name>.so``."""
-    compiler = os.environ.get("CXX", "c++")
-    pch_flags = ["-include", str(pch), "-Winvalid-pch"] if pch is not None else []
+    compiler = cpp_pch.compiler()
+    pch_flags = cpp_pch.use_flags(pch) if pch is not None else []
     unit, objects = folder / "unit.cpp", folder / f"{name}.o"
     compile_unit = [compiler, f"-DTORCH_EXTENSION_NAME={name}", *cpp_pch.flags(), *EXTRA_CFLAGS, *pch_flags]
     link = [compiler, str(objects), str(binding), "-shared", *cpp_pch.link_flags()]
     return [[*compile_unit, "-c", str(unit), "-o", str(objects)], [*link, "-o", str(folder / f"{name}.so")]]
+
+
+def compile_and_link(
+    folder: Path, name: str, pch: Path | None, binding: Path, limit_s: float
+) -> tuple[str, int] | None:
+    """``build_commands`` run within ``limit_s`` seconds (``run_within``), once more without the
+    precompiled header where the compiler refused it (clang does, g++ reads the headers instead)."""
+    deadline = time.monotonic() + limit_s
+    finished = run_within(build_commands(folder, name, pch, binding), limit_s)
+    if pch is None or finished is None or finished[1] == 0 or not cpp_pch.refused(finished[0]):
+        return finished
+    return run_within(build_commands(folder, name, None, binding), deadline - time.monotonic())
 
 
 def run_within(commands: list[list[str]], limit_s: float) -> tuple[str, int] | None:
@@ -519,7 +545,7 @@ class CppSource:
 
 def main(argv: list[str]) -> int:
     """``python -m autograder.libtorch build FOLDER NAME --binding=OBJECT [--pch=HEADER]``: the grader's
-    trusted build step (autograder/engine/cpp_cache.py) in its sandbox: ``build_commands`` on the
+    trusted build step (autograder/engine/cpp_cache.py) in its sandbox: ``compile_and_link`` on the
     unit that waits in ``FOLDER``, within the compile-time limit; nothing it built is imported."""
     options = dict(option.removeprefix("--").split("=", 1) for option in argv[3:] if "=" in option)
     if (
@@ -535,8 +561,7 @@ def main(argv: list[str]) -> int:
         )
         return 2
     pch = Path(options["pch"]) if "pch" in options else None
-    commands = build_commands(Path(argv[1]), argv[2], pch, Path(options["binding"]))
-    finished = run_within(commands, compile_limit_s())
+    finished = compile_and_link(Path(argv[1]), argv[2], pch, Path(options["binding"]), compile_limit_s())
     if finished is None:
         print(f"did not compile within {compile_limit_s():.0f} s")
         return 1

@@ -14,6 +14,9 @@ Run with `.venv/bin/python tests/benchmarks/bench_libtorch.py`. A script, not a 
 2. Speed: each C++ module against its Python twin (lessons 01, 07, 05) with the same weights, float32,
    inference mode, one thread, on a small input (where the Python overhead per operation shows)
    and a large one (where the same ATen kernels do the work), timed in turns, medians of rounds.
+
+The compiler is the course's (``cpp_pch.compiler``: clang++ where installed, else g++);
+``COURSE_CXX=g++`` measures g++ where both are.
 """
 
 import os
@@ -30,7 +33,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the repository root, for the course packages
 
-from autograder import libtorch  # noqa: E402
+from autograder import cpp_pch, libtorch  # noqa: E402
 from autograder.timing import median_seconds  # noqa: E402
 from solutions import libtorch as reference  # noqa: E402
 from solutions.embedding import Embedding  # noqa: E402
@@ -68,6 +71,7 @@ def load() -> str:
 def compile_times(machine: str) -> None:
     """The figures of section 1; ``machine``: the new way's fresh extensions folder, kept for section 2."""
     names = [f"Cpp{source.name}" for source in reference.SOURCES]
+    print(f"compiler: {cpp_pch.compiler_identity()}")
     with tempfile.TemporaryDirectory() as cache:
         old = seconds_in_new_process(BUILD_ONE.format(name=names[0]), {libtorch.CACHE_VARIABLE: cache})
         print(
@@ -90,7 +94,8 @@ def compile_times(machine: str) -> None:
     together = seconds_in_new_process(BUILD_TOGETHER, learner)
     print(f"the three modules in one build: {together[0]:.1f} s wall, {together[1]:.1f} s CPU")
     print(
-        f"cpp compile: {wall:.1f} s per module after the first ({cpu:.1f} s CPU; the first {first[0]:.1f} s)"
+        f"cpp compile: {wall:.1f} s per module after the first ({cpu:.1f} s CPU; the first {first[0]:.1f} s; "
+        f"{cpp_pch.compiler()})"
     )
 
 
