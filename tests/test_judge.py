@@ -16,6 +16,7 @@ from types import SimpleNamespace
 from unittest import mock
 
 import pytest
+import torch
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.utils import run_sync
 
@@ -194,3 +195,18 @@ def test_the_judge_keeps_its_seed_from_the_kernel(kernel, tmp_path, monkeypatch)
     assert other.seed != judge.seed
     for made in (judge, other):
         made.close(SimpleNamespace(metadata={}))
+
+
+def test_the_judge_also_tells_a_causal_mask_that_ignores_its_device():
+    """Asked through the protocol for a mask on 'meta', the kernel's mask that ignores ``device``
+    comes back on the CPU and is named; the reference's meta mask cannot cross (it holds no
+    values), which says nothing, as in the notebook."""
+
+    def on_the_cpu(size, device=None):
+        return torch.ones(size, size, dtype=torch.bool).tril()
+
+    import solutions
+
+    judged = [verdict for verdict in _judged("causal_mask", on_the_cpu) if verdict is not None]
+    assert judged and "the device argument is not used" in judged[0], judged
+    assert _judged("causal_mask", solutions.causal_mask) == _verdicts("causal_mask", solutions.causal_mask)
