@@ -74,6 +74,10 @@ READY_TIMEOUT_S = 300.0  # the imports, on a loaded machine
 REQUEST_TIMEOUT_S = 30.0
 RESET_TIMEOUT_S = 120.0
 GRADER_MODULES = ("autograder", "solutions")
+# The zygote's own variables, beside the kernels' (each kernel's environment replaces them): debugpy,
+# which it imports for ipykernel's debugger, then prints no warning about frozen modules on the
+# grader's terminal (it changes nothing else)
+ZYGOTE_ENVIRONMENT = {"PYDEVD_DISABLE_FILE_VALIDATION": "1"}
 
 
 class ZygoteError(RuntimeError):
@@ -201,7 +205,7 @@ class Zygote:
                 info_fd=info_end,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                env=dict(spec.environment),
+                env={**dict(spec.environment), **ZYGOTE_ENVIRONMENT},
                 cwd="/",
             )
         except BaseException:
