@@ -1,0 +1,23 @@
+# exercise: EncoderLayer
+# mistake: in Pre-LN the residual adds the normalized input (h + sublayer(h)) instead of the raw x (x + sublayer(norm(x)))
+# ruff: noqa
+class EncoderLayer(nn.Module):
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.0, norm_first=False):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
+        self.norm1 = LayerNorm(d_model)
+        self.norm2 = LayerNorm(d_model)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+        self.norm_first = norm_first
+
+    def forward(self, x, src_mask=None):
+        if self.norm_first:
+            h = self.norm1(x)
+            x = h + self.dropout1(self.self_attn(h, h, h, src_mask))
+            h = self.norm2(x)
+            x = h + self.dropout2(self.ffn(h))
+            return x
+        x = self.norm1(x + self.dropout1(self.self_attn(x, x, x, src_mask)))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
