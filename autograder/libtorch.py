@@ -241,10 +241,21 @@ def finished_library(name: str) -> Path | None:
 def build_library(name: str, unit: str, parts: list[Part], verbose: bool = False) -> Path:
     """Compile ``unit`` into the first cache and link it with the binding object, the compiler run
     under the compile-time limit (so that a runaway build ends, and ends with a message); the
-    library's path, once a throwaway process has tried it."""
-    folder = cache_roots()[0] / name
-    folder.mkdir(parents=True, exist_ok=True)
+    library's path, once a throwaway process has tried it. The build is made in a staging folder of
+    this process's and renamed into place finished, so that two processes building the same unit
+    (two test workers, two notebooks) never read each other's half-written library."""
+    final = cache_roots()[0] / name
+    folder = final.with_name(f".{name}-{os.getpid()}-{time.monotonic_ns()}")
+    folder.mkdir(parents=True)
     (folder / "unit.cpp").write_text(unit)
+    try:
+        return published(_built(folder, name, unit, parts, verbose), final, name)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)  # gone once published; left by a failed build
+
+
+def _built(folder: Path, name: str, unit: str, parts: list[Part], verbose: bool) -> Path:
+    """``build_library``'s work in the staging ``folder``; the folder, finished."""
     made_here = not os.environ.get(CACHE_VARIABLE)  # a learner's machine; never a grading kernel
     limit, labels = compile_limit_s(), ", ".join(part.label for part in parts)
     new_header = made_here and cpp_pch.finished(cache_roots(), UNIT_HEAD, FINISHED) is None
@@ -279,7 +290,21 @@ def build_library(name: str, unit: str, parts: list[Part], verbose: bool = False
     finally:
         stop(trial_process)
     (folder / FINISHED).write_text(unit)
-    return library
+    return folder
+
+
+def published(staging: Path, final: Path, name: str) -> Path:
+    """``staging``, a finished build, renamed to ``final``; where another process finished the same
+    build first, theirs is kept (it is the same unit). A folder there without its
+    finished mark is what an interrupted build of the old layout left: it is replaced."""
+    if final.is_dir() and not (final / FINISHED).is_file():
+        shutil.rmtree(final, ignore_errors=True)
+    try:
+        os.rename(staging, final)
+    except OSError:
+        if not (final / FINISHED).is_file():
+            raise
+    return final / f"{name}.so"
 
 
 def prune_old_headers(header_folder: Path, binding_folder: Path) -> None:

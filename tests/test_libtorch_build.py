@@ -159,14 +159,25 @@ print("survived")
 """
 
 
-def test_a_build_that_crashes_is_refused_with_its_signal_and_the_kernel_lives(private_cache, capsys):
+def test_a_build_that_crashes_is_refused_with_its_signal_and_the_kernel_lives(
+    private_cache, capsys, monkeypatch
+):
     """One compile, the slowest test of this file. Without the trial (the library imported and called
     where the learner's kernel runs), the process dies of SIGSEGV; with it, the build is refused, the checks
     report CppCrashed naming the signal, and this process, standing for the kernel, goes on."""
+    import shutil
     import signal
     import subprocess
     import sys
 
+    kept, trial = private_cache / "kept", libtorch.try_build
+
+    def keeping(name, library, *args, **kwargs):  # a copy of what the trial is about to refuse
+        kept.mkdir(exist_ok=True)
+        shutil.copy(library, kept / library.name)
+        return trial(name, library, *args, **kwargs)
+
+    monkeypatch.setattr(libtorch, "try_build", keeping)
     cls = libtorch.compile_module("Embedding", CRASHING)
     said = capsys.readouterr().err
     assert "killed a test process with SIGSEGV (your kernel was spared)" in said, said
@@ -174,8 +185,35 @@ def test_a_build_that_crashes_is_refused_with_its_signal_and_the_kernel_lives(pr
         checks.check_cpp_embedding(cls)
     assert not list(private_cache.glob(f"course_*/{libtorch.FINISHED}"))  # never cached as good
 
-    [library] = private_cache.glob("course_*/course_*.so")  # built, refused: what a kernel would import
+    assert not list(private_cache.glob("*course_*"))  # the refused build's staging folder is gone
+    [library] = kept.glob("course_*.so")  # built, refused: what a kernel would import
     undefended = subprocess.run(
         [sys.executable, "-c", IMPORT_AND_CALL, library.stem, str(library)], capture_output=True, text=True
     )
     assert undefended.returncode == -signal.SIGSEGV and "survived" not in undefended.stdout
+
+
+def test_a_build_is_published_whole_and_a_second_builder_of_the_same_unit_keeps_the_first(tmp_path):
+    """Builds are made in a staging folder and renamed into place finished: a process that finishes
+    the same unit second keeps the first one's library (never half of each); a folder left without
+    its finished mark (an interrupted build) is replaced."""
+
+    def staged(label: str) -> object:
+        staging = tmp_path / f".course_x-{label}"
+        staging.mkdir()
+        (staging / "course_x.so").write_text(label)
+        (staging / libtorch.FINISHED).write_text("unit")
+        return staging
+
+    final = tmp_path / "course_x"
+    assert libtorch.published(staged("first"), final, "course_x") == final / "course_x.so"
+    assert libtorch.published(staged("second"), final, "course_x") == final / "course_x.so"
+    assert (final / "course_x.so").read_text() == "first"
+    interrupted = tmp_path / "course_y"
+    interrupted.mkdir()
+    (interrupted / "course_y.so").write_text("half")
+    staging = tmp_path / ".course_y-new"
+    staging.mkdir()
+    (staging / "course_y.so").write_text("whole")
+    (staging / libtorch.FINISHED).write_text("unit")
+    assert libtorch.published(staging, interrupted, "course_y").read_text() == "whole"
