@@ -14,6 +14,12 @@ inputs, and both outputs are compared with dropout 0's answer. Two different out
 catalogued mistake ``DROPOUT_IN_EVAL``, written once (for lesson 05's MultiHeadAttention) and
 shared by every Python module with a dropout argument; the second-call check runs first, so two
 different outputs there are dropout's, not a forward that changes its module.
+
+In train mode, which entries a right dropout zeroes cannot be told without its random draws (it
+drops hidden units or attention weights, inside the module), so no right answer is compared with
+one. Two wrong ones show whatever the draws: an output equal to dropout 0's (nothing dropped), and
+an output whose every entry is 0 or dropout 0's answer scaled by 1 / (1 - p) (the dropout moved to
+the module's output). ``dropped_pattern`` tells the second.
 """
 
 from collections.abc import Callable, Sequence
@@ -28,6 +34,8 @@ from autograder.checks.answers import Expected
 
 EVAL_DROPOUT = 0.3
 DROPOUT_IN_EVAL = "dropout also in eval mode"
+NO_DROPOUT_IN_TRAINING = "no dropout in training"
+DROPOUT_ON_OUTPUT = "dropout on the output"
 
 
 def built_dropout(module: Any) -> float:
@@ -47,6 +55,45 @@ def dropped(module: Any, x: torch.Tensor) -> torch.Tensor:
     was built with, in eval mode too (unchanged at dropout 0, as that mistake is)."""
     p = built_dropout(module)
     return x if p == 0 else F.dropout(x, p, training=True)
+
+
+def dropped_pattern(out: torch.Tensor, target: torch.Tensor, p: float | None = None) -> bool:
+    """Some entries of ``out`` are 0 and the others equal target / (1 - p) (for some p when p is
+    None): ``target`` passed through a dropout."""
+    if out.shape != target.shape:
+        return False
+    zeroed = out == 0
+    if zeroed.all() or not zeroed.any():
+        return False
+    kept = ~zeroed
+    scale = (out[kept] / target[kept]).mean() if p is None else 1.0 / (1.0 - p)
+    return bool(torch.allclose(out[kept], target[kept] * scale))
+
+
+def expect_dropout_in_training(
+    exercise: str, mistakes: Sequence[core.Mistake], run: Callable[[], Any], expected: Expected, p: float
+) -> None:
+    """``run()``, the learner's module built with dropout = p and in train mode, on fixed inputs:
+    its output must differ from ``expected()`` (dropout 0's answer) and must not be that answer
+    dropped out. The two catalogued mistakes are ``mistakes``' ``NO_DROPOUT_IN_TRAINING`` and
+    ``DROPOUT_ON_OUTPUT``."""
+    out = run()
+    right = expected()
+    if not isinstance(out, torch.Tensor) or out.shape != right.shape:
+        return  # the eval-mode checks have compared this module's outputs already
+    out, right = out.detach(), right.detach().to(out.device)
+    if core.same(out, right):
+        name, shown = NO_DROPOUT_IN_TRAINING, "equals the output with dropout 0"
+    elif dropped_pattern(out, right, p):
+        name = DROPOUT_ON_OUTPUT
+        shown = "is the output with dropout 0 with some entries zeroed and the others scaled by 1 / (1 - p)"
+    else:
+        return
+    mistake = core.named(mistakes, name)
+    raise core.CheckFailure(
+        f"{exercise}: built with dropout = {p} and put in train mode (.train()), its output {shown}: "
+        f"{mistake.said()}. {mistake.hint}"
+    )
 
 
 def expect_same_on_second_call(exercise: str, run: Callable[[], Any], expected: Expected) -> None:

@@ -17,8 +17,12 @@ from autograder.checks import core
 from autograder.checks.answers import Expected, answer
 from autograder.checks.device import random_tensor
 from autograder.checks.eval_mode import (
+    DROPOUT_ON_OUTPUT,
     EVAL_DROPOUT,
+    NO_DROPOUT_IN_TRAINING,
+    built_dropout,
     dropped,
+    expect_dropout_in_training,
     expect_dropout_off_in_eval,
     expect_same_on_second_call,
 )
@@ -44,8 +48,17 @@ def _asked_for_gelu(ffn) -> bool:
     return ffn.activation == "gelu" or ffn.activation is F.gelu
 
 
+def _train_dropout(ffn, h):
+    """``h`` through the module's dropout in train mode (a stand-in holding the linears drops nothing)."""
+    return F.dropout(h, built_dropout(ffn), training=getattr(ffn, "training", False))
+
+
 def _ffn(ffn, x, activation):
-    return ffn.linear2(activation(ffn.linear1(x)))
+    return ffn.linear2(_train_dropout(ffn, activation(ffn.linear1(x))))
+
+
+def _undropped(ffn, x):
+    return ffn.linear2(_activation(ffn)(ffn.linear1(x)))
 
 
 def _tanh_gelu(ffn, x):
@@ -57,15 +70,19 @@ def _tanh_gelu(ffn, x):
 MISTAKES = core.catalogue(
     EXERCISE,
     {
-        "no activation": lambda ffn, x: ffn.linear2(ffn.linear1(x)),
+        "no activation": lambda ffn, x: ffn.linear2(_train_dropout(ffn, ffn.linear1(x))),
         "activation after linear2 too": lambda ffn, x: _activation(ffn)(_ffn(ffn, x, _activation(ffn))),
-        "activation on the input": lambda ffn, x: ffn.linear2(ffn.linear1(_activation(ffn)(x))),
+        "activation on the input": lambda ffn, x: ffn.linear2(
+            _train_dropout(ffn, ffn.linear1(_activation(ffn)(x)))
+        ),
         "tanh approximation of GELU": _tanh_gelu,
         "ReLU where GELU was asked for": lambda ffn, x: _ffn(ffn, x, F.relu),
         "GELU where ReLU was asked for": lambda ffn, x: _ffn(ffn, x, F.gelu),
         "sigmoid instead of ReLU": lambda ffn, x: _ffn(ffn, x, torch.sigmoid),
         "residual added inside the feed-forward network": lambda ffn, x: x + _ffn(ffn, x, _activation(ffn)),
         "dropout also in eval mode": lambda ffn, x: _ffn(ffn, x, lambda h: dropped(ffn, _activation(ffn)(h))),
+        NO_DROPOUT_IN_TRAINING: _undropped,
+        DROPOUT_ON_OUTPUT: lambda ffn, x: _train_dropout(ffn, _undropped(ffn, x)),
     },
 )
 
@@ -114,14 +131,17 @@ def expect_steady(module, cls, activation: str | None, state: dict, x, expected:
     """``module`` (the learner's, dropout 0, ``state`` loaded), whose output on x was right, called
     twice more, and the learner's module built with dropout = EVAL_DROPOUT, in eval mode, with
     ``state`` loaded, twice: every output is ``expected()``, dropout 0's (computed after the
-    learner's calls). Torch's global random state is left as it was (building draws weights, a
-    dropout draws masks)."""
+    learner's calls); then in train mode once, where it must drop hidden units (neither nothing
+    nor entries of the output). Torch's global random state is left as it was (building draws
+    weights, a dropout draws masks)."""
     d_ff, d_model = state["linear1.weight"].shape
     expect_same_on_second_call(EXERCISE, functools.partial(core.output, EXERCISE, module, {"x": x}), expected)
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[x.device] if x.device.type == "cuda" else []):
         dropping = build_with(cls, d_model, d_ff, activation, state, dropout=EVAL_DROPOUT)
         run = functools.partial(core.output, EXERCISE, dropping, {"x": x})
         expect_dropout_off_in_eval(EXERCISE, MISTAKES, run, expected, X)
+        dropping.train()
+        expect_dropout_in_training(EXERCISE, MISTAKES, run, expected, EVAL_DROPOUT)
 
 
 # --- the checks ----------------------------------------------------------------------------

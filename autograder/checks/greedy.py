@@ -132,10 +132,13 @@ def _greedy_variant(
     early_stop="all",
     append_last=True,
     use_end=True,
+    set_eval=False,
 ):
     """greedy_decode with one thing done wrong, as a learner might write it."""
     if not use_end:
         end_symbol = None
+    if set_eval:
+        model.eval()
     memory, ys, finished = begin(model, src, src_mask, start_symbol, dtype)
     for _ in range(max_len - 1 + steps_extra):
         if feed == "all":
@@ -216,12 +219,17 @@ def greedy_case(seed: int, batch=GREEDY_B, t_src=GREEDY_T_SRC, src_vocab=GREEDY_
 
 
 def run_greedy(fn, model, src, src_mask, max_len, start_symbol, end_symbol=None) -> torch.Tensor:
-    """The learner's tokens. When they crash, or come back as one row, for a batch of B > 1
-    sources, and the first source alone gives the right row, the loop was written for a batch of one."""
+    """The learner's tokens, decoded from ``model`` put in train mode: no model of the checks drops
+    anything, so its tokens are the same in either mode, and greedy_decode must leave the mode as
+    it found it. When they crash, or come back as one row, for a batch of B > 1 sources, and the
+    first source alone gives the right row, the loop was written for a batch of one."""
     inputs = {"model": model, "src": src, "src_mask": src_mask, "max_len": max_len}
     inputs |= {"start_symbol": start_symbol, "end_symbol": end_symbol}
+    was_training = model.training
+    model.train()
     try:
         out = core.output(GREEDY, fn, inputs)
+        switched = [name or "model" for name, part in model.named_modules() if not part.training]
     except core.CheckFailure as failure:
         crash = core.crash_of(failure)
         if crash is None or src.size(0) == 1:
@@ -231,6 +239,14 @@ def run_greedy(fn, model, src, src_mask, max_len, start_symbol, end_symbol=None)
                 _batch_of_one_message(src.size(0), f"raised {type(crash).__name__}")
             ) from crash
         raise
+    finally:
+        model.train(was_training)
+    if switched:
+        mistake = core.named(GREEDY_MISTAKES, "model put in eval mode")
+        raise core.CheckFailure(
+            f"{GREEDY}: handed a model in train mode, it returned with {switched[0]} in eval mode: "
+            f"{mistake.said()}. {mistake.hint}"
+        )
     if out.dim() == 2 and out.size(0) == 1 < src.size(0):
         if _right_for_one(fn, model, src, src_mask, max_len, start_symbol, end_symbol):
             raise core.CheckFailure(_batch_of_one_message(src.size(0), "returned one row"))

@@ -23,8 +23,11 @@ from autograder.checks import core, shape_errors
 from autograder.checks.answers import Expected, answer
 from autograder.checks.device import exact_matmul, random_mask, random_tensor
 from autograder.checks.eval_mode import (
+    DROPOUT_ON_OUTPUT,
     EVAL_DROPOUT,
+    NO_DROPOUT_IN_TRAINING,
     dropped,
+    expect_dropout_in_training,
     expect_dropout_off_in_eval,
     expect_same_on_second_call,
 )
@@ -207,18 +210,24 @@ def _mha(
     out=True,
     use_mask=True,
     eval_dropout=False,
+    train_dropout="weights",
 ):
-    """The multi-head computation with one thing changed: the skeleton every mistake shares."""
+    """The multi-head computation with one thing changed: the skeleton every mistake shares.
+    In train mode the attention weights are dropped (``train_dropout`` "weights"), or nothing
+    ("none"), or the output ("output")."""
     h = module.n_heads
     w_q, w_k, w_v = proj or (module.w_q, module.w_k, module.w_v)
     q = split(w_q(query), h)
     k = split(w_k(key if key_from is None else key_from), h)
     v = split(w_v(value if value_from is None else value_from), h)
     scale = math.sqrt(q.size(-1)) if scale is None else scale
-    drop = functools.partial(dropped, module) if eval_dropout else None
+    training = getattr(module, "training", False)  # a stand-in holding only the linears drops nothing
+    drop_weights = eval_dropout or (training and train_dropout == "weights")
+    drop = functools.partial(dropped, module) if drop_weights else None
     heads, _ = _attention(q, k, v, mask if use_mask else None, scale, drop)
     merged = merge(heads)
-    return module.w_o(merged) if out else merged
+    result = module.w_o(merged) if out else merged
+    return dropped(module, result) if training and train_dropout == "output" else result
 
 
 def _split_without_transpose(x, n_heads):
@@ -271,6 +280,12 @@ MHA_MISTAKES = core.catalogue(
         ),
         "dropout also in eval mode": lambda m, query, key, value, mask=None: _mha(
             m, query, key, value, mask, eval_dropout=True
+        ),
+        NO_DROPOUT_IN_TRAINING: lambda m, query, key, value, mask=None: _mha(
+            m, query, key, value, mask, train_dropout="none"
+        ),
+        DROPOUT_ON_OUTPUT: lambda m, query, key, value, mask=None: _mha(
+            m, query, key, value, mask, train_dropout="output"
         ),
     },
 )
@@ -375,7 +390,8 @@ def expect_steady(module, cls, n_heads: int, state: dict, inputs: tuple, expecte
     """``module`` (the learner's, dropout 0, ``state`` loaded), whose output on ``inputs`` (query,
     key, value, mask) was right, called twice more, and the learner's module built with dropout =
     EVAL_DROPOUT, in eval mode, with ``state`` loaded, twice: every output is ``expected()``'s, dropout
-    0's (computed after the learner's calls)."""
+    0's (computed after the learner's calls); then in train mode once, where it must drop attention
+    weights (neither nothing nor entries of the output)."""
 
     def expected_out() -> torch.Tensor:  # the output, without the weights
         return expected()[0]
@@ -384,9 +400,12 @@ def expect_steady(module, cls, n_heads: int, state: dict, inputs: tuple, expecte
     core.expect_parameter(MHA, cls, "dropout", "MultiHeadAttention(d_model, n_heads, dropout=0.0)")
     dropping = core.build(MHA, cls, inputs[0].size(-1), n_heads, dropout=EVAL_DROPOUT)
     core.load_weights(MHA, dropping, state)
-    expect_dropout_off_in_eval(
-        MHA, MHA_MISTAKES, functools.partial(output_of, dropping, *inputs, n_heads), expected_out, MHA_OUT
-    )
+    run = functools.partial(output_of, dropping, *inputs, n_heads)
+    expect_dropout_off_in_eval(MHA, MHA_MISTAKES, run, expected_out, MHA_OUT)
+    device = inputs[0].device
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        dropping.train()
+        expect_dropout_in_training(MHA, MHA_MISTAKES, run, expected_out, EVAL_DROPOUT)
 
 
 def _inputs(seed: int):

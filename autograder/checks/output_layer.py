@@ -8,7 +8,8 @@ Generator(d_model, vocab_size), forward(x [B, T, D]) -> log_softmax(proj(x), -1)
 Transformer(src_vocab, tgt_vocab, d_model, n_heads, d_ff, n_layers, dropout, max_len)
     with encode / decode / forward / generator.
     The shape, consistency and property checks use only that behaviour, so they work
-    whatever the learner calls the parts. The value check copies PyTorch's own
+    whatever the learner calls the parts; the shape check also reads the spread of every
+    matrix the model was built with (Xavier's, uniform or normal). The value check copies PyTorch's own
     nn.TransformerEncoder / nn.TransformerDecoder / nn.Embedding / nn.Linear weights
     (and the sinusoidal table from its formula) into the model by name, so it needs
     the lesson's names: src_embed, tgt_embed, positional, encoder, decoder, generator.
@@ -29,6 +30,7 @@ from torch import nn
 from autograder.checks import core, greedy, shape_errors
 from autograder.checks.answers import Expected, answer
 from autograder.checks.device import DEVICE, DTYPE, random_tensor
+from autograder.checks.initialisation import expect_xavier
 from autograder.checks.oracles import (
     prefixed,
     randomize_,
@@ -330,9 +332,10 @@ def check_transformer_shapes(cls) -> None:
             "is created once (two embeddings, one encoder, one decoder, one generator, nothing shared), "
             "and the positional table is a buffer, not a parameter."
         )
+    expect_xavier(TRANSFORMER, module)
     core.passed(
         f"{TRANSFORMER}: encode -> {MEMORY}, decode and forward -> {STATES}, generator -> {TGT_LOG_PROBS}; "
-        f"{count} parameters"
+        f"{count} parameters, every matrix Xavier-initialised"
     )
 
 

@@ -16,6 +16,7 @@ import torch
 from autograder.checks import core, shape_errors
 from autograder.checks.answers import Expected, answer
 from autograder.checks.device import DEVICE, DTYPE, random_tensor
+from autograder.checks.eval_mode import dropped_pattern
 
 TABLE = "sinusoidal_encoding"
 MODULE = "PositionalEncoding"
@@ -382,7 +383,7 @@ def expect_dropout(module, x: torch.Tensor, p: float, seed: int) -> None:
     out = _forward(module, x, [])
     target = x + table
     if not torch.allclose(out, target):
-        if _dropped_pattern(out, target):
+        if dropped_pattern(out, target):
             hint = core.named(DROPOUT_MISTAKES, "dropout also in eval mode").hint
             raise core.CheckFailure(f"{MODULE}: in eval mode some outputs are zeroed. {hint}")
         core.expect_close(MODULE, f"the output in eval mode with dropout={p}", out, target, X_LETTERS)
@@ -393,7 +394,7 @@ def expect_dropout(module, x: torch.Tensor, p: float, seed: int) -> None:
             out = _forward(module, x, [])
     finally:
         module.eval()
-    if _dropped_pattern(out, target, p):
+    if dropped_pattern(out, target, p):
         return
     if torch.allclose(out, target):
         raise core.CheckFailure(
@@ -401,7 +402,7 @@ def expect_dropout(module, x: torch.Tensor, p: float, seed: int) -> None:
             + core.named(DROPOUT_MISTAKES, "no dropout").hint
         )
     pe = module.pe[: x.size(1)]
-    if _dropped_pattern(out - pe, x, p):
+    if dropped_pattern(out - pe, x, p):
         hint = core.named(DROPOUT_MISTAKES, "dropout before the addition").hint
         raise core.CheckFailure(f"{MODULE}: in training mode the output is wrong. {hint}")
     raise core.CheckFailure(
@@ -409,21 +410,6 @@ def expect_dropout(module, x: torch.Tensor, p: float, seed: int) -> None:
         f"(x + pe[:T]) / (1 - p) (kept and rescaled); yours are not. Apply nn.Dropout(dropout) "
         "to the sum x + self.pe[:T]."
     )
-
-
-def _dropped_pattern(out: torch.Tensor, target: torch.Tensor, p: float | None = None) -> bool:
-    """Some entries of ``out`` are 0, the others equal target / (1 - p) (any p when p is None)."""
-    if out.shape != target.shape:
-        return False
-    dropped = out == 0
-    if dropped.all() or not dropped.any():
-        return False
-    kept = ~dropped
-    if p is None:
-        scale = (out[kept] / target[kept]).mean()
-    else:
-        scale = 1.0 / (1.0 - p)
-    return bool(torch.allclose(out[kept], target[kept] * scale))
 
 
 def check_positional_encoding_dropout(cls) -> None:

@@ -60,17 +60,17 @@ def expected_batch(sources, targets, pad_id: int, start_id: int, end_id: int) ->
 
 def _batch_variant(
     sources, targets, pad_id, start_id, end_id, *, shift=True, start=True, end=True, fill=None,
-    tgt_mask="both", src_mask_from="source", inverted=False,
+    tgt_mask="both", src_mask_from="source", inverted=False, out_padded_with_end=False,
 ):  # fmt: skip
     """make_batch with one thing done wrong, as a learner might write it."""
     fill = pad_id if fill is None else fill
 
-    def padded(rows: list[list[int]], length: int) -> torch.Tensor:
+    def padded(rows: list[list[int]], length: int, fill: int = fill) -> torch.Tensor:
         return torch.tensor([row + [fill] * (length - len(row)) for row in rows], dtype=torch.long)
 
     length = max(map(len, targets)) + 1
     src = padded(sources, max(map(len, sources)))
-    tgt_out = padded([t + [end_id] * end for t in targets], length)
+    tgt_out = padded([t + [end_id] * end for t in targets], length, end_id if out_padded_with_end else fill)
     tgt_in = padded([[start_id] * start + t for t in targets], length) if shift else tgt_out.clone()
     src_mask = (src if src_mask_from == "source" else tgt_in) != pad_id
     masks = {

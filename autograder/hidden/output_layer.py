@@ -10,6 +10,7 @@ from autograder.checks import output_layer as checks
 from autograder.checks.answers import answer
 from autograder.checks.core import load_weights
 from autograder.checks.device import DEVICE, DTYPE
+from autograder.checks.initialisation import expect_xavier
 from autograder.checks.oracles import randomize_
 from autograder.hidden.core import Fresh, replayable
 from solutions.output_layer import Generator as ReferenceGenerator
@@ -63,8 +64,9 @@ def _end_from(decode, model, src, src_mask, max_len: int, row: int) -> int:
 
 @replayable
 def hidden_transformer(fresh: Fresh, cls, trials: int = 2) -> None:
-    """Fresh sizes (h >= 2, one or two layers), weights and padded batches; the reference's state_dict
-    loaded into the learner's Transformer; forward, encode and decode compared."""
+    """Fresh sizes (h >= 2, one or two layers), weights and padded batches; the learner's Transformer
+    built with Xavier's spread, then the reference's state_dict loaded into it; forward, encode and
+    decode compared."""
     for _ in range(trials):
         n_heads = (2, 4)[fresh.size(0, 1)]
         d_model = n_heads * fresh.size(2, 5)
@@ -80,6 +82,7 @@ def hidden_transformer(fresh: Fresh, cls, trials: int = 2) -> None:
         reference = ReferenceTransformer(**args).to(device=DEVICE, dtype=DTYPE).eval()
         _randomize(reference, fresh)
         module = checks.transformer_module(cls, args)
+        expect_xavier(checks.TRANSFORMER, module)  # as built, before the reference's weights
         checks.load_transformer(module, reference.state_dict())
         batch, t_src = fresh.size(2, 3), fresh.size(3, 9)
         t_tgt = fresh.size(3, 9)

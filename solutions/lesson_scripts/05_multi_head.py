@@ -187,7 +187,8 @@ print("contiguous().view works:", list(moved.contiguous().view(2, 5, 12).shape))
 # - call `scaled_dot_product_attention(q, k, v, mask, dropout_p)` from lesson 03 (already
 #   imported), with `dropout_p = self.dropout` in training mode and 0 otherwise (after
 #   `.eval()` nothing may be dropped: a check builds your module with `dropout=0.3` and
-#   compares it in eval mode); keep its weights in `self.attn`, shape `[B, h, T_q, T_k]`;
+#   compares it in eval mode, then runs it once after `.train()`, where some attention
+#   weights must be dropped); keep its weights in `self.attn`, shape `[B, h, T_q, T_k]`;
 # - merge the heads with your `merge_heads` and return `w_o` of the result, `[B, T_q, D]`.
 #
 # The checks copy the weights of PyTorch's `nn.MultiheadAttention` into your module and

@@ -75,8 +75,9 @@ print(describe_devices())
 #
 # In `forward`, return `linear2(dropout(activation(linear1(x))))`. Dropout changes no expected
 # value: the checks compare with dropout 0, then once more with `dropout=0.3` after `.eval()`,
-# where `nn.Dropout` drops nothing. Do not add `x` to the output: the residual connection comes
-# in lesson 08.
+# where `nn.Dropout` drops nothing, and once after `.train()`, where it must drop some hidden
+# units (an output equal to dropout 0's, or dropped entry by entry, tells a dropout missing or
+# misplaced). Do not add `x` to the output: the residual connection comes in lesson 08.
 
 # %% exercise solutions.feed_forward.PositionwiseFeedForward
 

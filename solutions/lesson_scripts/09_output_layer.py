@@ -238,7 +238,9 @@ print("exp(log_probs) rows sum to: ", [round(s, 6) for s in log_probs.exp().sum(
 #
 # The checks build a small model ($V_\text{src} = 11$, $V_\text{tgt} = 13$, $D = 16$,
 # $h = 2$, $d_\text{ff} = 32$, two layers, no dropout). The first three use only how your
-# model behaves: shapes, the parameter count, `forward` against `decode(encode(...))`, and
+# model behaves: shapes, the parameter count, the spread of every matrix as built (Xavier's
+# standard deviation is $\sqrt{2 / (\text{fan}_\text{in} + \text{fan}_\text{out})}$; PyTorch's
+# default for `nn.Linear` is smaller), `forward` against `decode(encode(...))`, and
 # what the masks and the positional encoding promise (a later target token or a padded
 # source token must not move an output; the source and the token order must). The last
 # one compares your model with PyTorch's own `nn.TransformerEncoder` and
@@ -363,7 +365,9 @@ print(f"base model, embeddings and projection shared: {shared / 1e6:6.1f} M (the
 # `generator` (the checks use a small stand-in model, so they test your decoding even if
 # your `Transformer` still has a bug). Build the causal mask with `causal_mask` from
 # lesson 04 (imported), keep the tokens `torch.long`, and create new tensors on `src`'s
-# device. The `@torch.no_grad()` line is given: decoding needs no gradients.
+# device. The `@torch.no_grad()` line is given: decoding needs no gradients. Leave the
+# model's mode alone: the caller puts it in eval mode before decoding, and the checks hand
+# you a model in train mode (without dropout) to see that it comes back in train mode.
 
 # %% exercise solutions.output_layer.greedy_decode
 

@@ -39,13 +39,14 @@ def merge_heads_flatten(x):
 
 
 class MultiHeadAttentionEinsum(nn.Module):
-    """einsum over the weight matrices, heads as an einsum axis; own masked softmax."""
+    """einsum over the weight matrices, heads as an einsum axis; own masked softmax; F.dropout
+    with training=self.training."""
 
     def __init__(self, d_model, n_heads, dropout=0.0):
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
-        self.h, self.d_k = n_heads, d_model // n_heads
+        self.h, self.d_k, self.p = n_heads, d_model // n_heads, dropout
         self.w_q, self.w_k, self.w_v, self.w_o = (nn.Linear(d_model, d_model) for _ in range(4))
         self.attn = None
 
@@ -59,7 +60,8 @@ class MultiHeadAttentionEinsum(nn.Module):
         if mask is not None:
             scores = scores.masked_fill(mask.logical_not(), float("-inf"))
         self.attn = torch.nan_to_num(scores.softmax(dim=-1), nan=0.0)
-        heads = torch.einsum("bhqk,bhkd->bqhd", self.attn, v)
+        weights = F.dropout(self.attn, self.p, training=self.training)
+        heads = torch.einsum("bhqk,bhkd->bqhd", weights, v)
         return self.w_o(heads.flatten(start_dim=2))
 
 
@@ -98,7 +100,8 @@ class MultiHeadAttentionFused(nn.Module):
         else:
             weights = torch.softmax(scores, dim=-1)
         self.attn = weights
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        dropout_p = self.dropout.p if self.training else 0.0
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
         return self.w_o(merge_heads_reshape(out))
 
 
@@ -111,6 +114,7 @@ class MultiHeadAttentionHeadsLast(nn.Module):
         if d_model % n_heads:
             raise ValueError("d_model % n_heads != 0")
         self.n_heads = n_heads
+        self.dropout = nn.Dropout(dropout)
         self.w_q, self.w_k, self.w_v, self.w_o = (nn.Linear(d_model, d_model) for _ in range(4))
 
     def forward(self, query, key, value, mask=None):
@@ -124,7 +128,8 @@ class MultiHeadAttentionHeadsLast(nn.Module):
             scores = scores.masked_fill(~mask, -math.inf)
         weights = torch.softmax(scores, dim=-1)
         self.attn = weights if mask is None else weights.masked_fill(~mask, 0.0)
-        return self.w_o(torch.einsum("bhqk,bkhd->bqhd", self.attn, v).reshape(b, t_q, d))
+        heads = torch.einsum("bhqk,bkhd->bqhd", self.dropout(self.attn), v)
+        return self.w_o(heads.reshape(b, t_q, d))
 
 
 class MultiHeadAttentionDropoutModule(nn.Module):

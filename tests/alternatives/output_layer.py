@@ -53,8 +53,8 @@ class GeneratorShifted(nn.Module):
 
 
 class TransformerInline(nn.Module):
-    """Parts created in another order, default initialisation, forward written out without
-    calling encode/decode, and the positional table added by hand."""
+    """Parts created in another order, Xavier's loop over named_parameters, forward written out
+    without calling encode/decode, and the positional table added by hand."""
 
     def __init__(self, src_vocab, tgt_vocab, d_model=512, n_heads=8, d_ff=2048, n_layers=6, dropout=0.1,
                  max_len=5000):  # fmt: skip
@@ -65,6 +65,9 @@ class TransformerInline(nn.Module):
         self.positional = PositionalEncoding(d_model, max_len, dropout)
         self.tgt_embed = Embedding(tgt_vocab, d_model)
         self.src_embed = Embedding(src_vocab, d_model)
+        for name, parameter in self.named_parameters():
+            if parameter.ndim >= 2 and "norm" not in name:
+                nn.init.xavier_uniform_(parameter)
 
     def _embed(self, table, tokens):
         x = table(tokens)
