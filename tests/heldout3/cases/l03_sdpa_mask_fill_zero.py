@@ -1,0 +1,12 @@
+# exercise: scaled_dot_product_attention
+# mistake: masked scores are set to 0 instead of -inf before the softmax
+# ruff: noqa
+def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0):
+    check_attention_inputs(q, k, v, mask)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, 0.0)
+    weights = torch.softmax(scores, dim=-1)
+    if dropout_p > 0:
+        weights = F.dropout(weights, dropout_p)
+    return weights @ v, weights
