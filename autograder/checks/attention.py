@@ -61,6 +61,9 @@ MISTAKES = core.catalogue(
         "mask ignored": lambda q, k, v, mask=None: _attend(
             _scores(q, k, math.sqrt(q.size(-1))), v, None, -math.inf
         ),
+        "masked scores set to 0": lambda q, k, v, mask=None: _attend(
+            _scores(q, k, math.sqrt(q.size(-1))), v, mask, 0.0
+        ),
         "NaN on a fully masked row": lambda q, k, v, mask=None: _attend(
             _scores(q, k, math.sqrt(q.size(-1))), v, mask, -math.inf
         ),

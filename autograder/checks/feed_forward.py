@@ -72,6 +72,9 @@ MISTAKES = core.catalogue(
     {
         "no activation": lambda ffn, x: ffn.linear2(_train_dropout(ffn, ffn.linear1(x))),
         "activation after linear2 too": lambda ffn, x: _activation(ffn)(_ffn(ffn, x, _activation(ffn))),
+        "activation after linear2 instead of between": lambda ffn, x: _activation(ffn)(
+            _ffn(ffn, x, lambda h: h)
+        ),
         "activation on the input": lambda ffn, x: ffn.linear2(
             _train_dropout(ffn, ffn.linear1(_activation(ffn)(x)))
         ),

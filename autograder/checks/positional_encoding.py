@@ -201,6 +201,7 @@ FORWARD_MISTAKES = core.catalogue(
         "pe sliced on the wrong axis": lambda self, x: x + self.pe[:, : x.size(1)],
         "the whole table added": lambda self, x: x + self.pe,
         "T taken from the batch axis": lambda self, x: x + self.pe[: x.size(0)],
+        "rows picked by the batch index": lambda self, x: x + self.pe[: x.size(0)].unsqueeze(1),
         "T taken from the feature axis": lambda self, x: x + self.pe[: x.size(-1)],
         "x changed in place": _add_in_place,
     },

@@ -60,7 +60,7 @@ def expected_batch(sources, targets, pad_id: int, start_id: int, end_id: int) ->
 
 def _batch_variant(
     sources, targets, pad_id, start_id, end_id, *, shift=True, start=True, end=True, fill=None,
-    tgt_mask="both", src_mask_from="source", inverted=False, out_padded_with_end=False,
+    tgt_mask="both", src_mask_from="source", inverted=False, out_padded_with_end=False, end_in_tgt_in=False,
 ):  # fmt: skip
     """make_batch with one thing done wrong, as a learner might write it."""
     fill = pad_id if fill is None else fill
@@ -72,6 +72,8 @@ def _batch_variant(
     src = padded(sources, max(map(len, sources)))
     tgt_out = padded([t + [end_id] * end for t in targets], length, end_id if out_padded_with_end else fill)
     tgt_in = padded([[start_id] * start + t for t in targets], length) if shift else tgt_out.clone()
+    if end_in_tgt_in:  # <s> y </s> padded to T + 1, then cut as tgt_in = row[:-1]
+        tgt_in = padded([[start_id] + t + [end_id] for t in targets], length + 1)[:, :length]
     src_mask = (src if src_mask_from == "source" else tgt_in) != pad_id
     masks = {
         "both": (tgt_in != pad_id)[:, None, None, :] & oracles.causal(length),
