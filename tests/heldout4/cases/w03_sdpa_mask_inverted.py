@@ -1,0 +1,13 @@
+# exercise: scaled_dot_product_attention
+# mistake: fills -inf where the mask is True (nn.MultiheadAttention's convention) instead of where it is False
+# ruff: noqa
+def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0):
+    check_attention_inputs(q, k, v, mask)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    weights = torch.nan_to_num(weights, nan=0.0)
+    if dropout_p > 0:
+        weights = F.dropout(weights, dropout_p)
+    return weights @ v, weights
