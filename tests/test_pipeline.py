@@ -16,6 +16,7 @@ from nbgrader.api import Gradebook
 
 from autograder import lessons
 from autograder.authoring.samples import MISTAKE_EDITS, SAMPLES
+from autograder.engine import cpp_cache
 from autograder.engine.nbgrader_config import COURSE_ID
 
 SAMPLE_LESSONS = sorted({p.name for p in SAMPLES.glob("*/*") if p.is_dir()}, key=lessons.LESSON_NAMES.index)
@@ -239,3 +240,9 @@ def test_the_demo_runs_the_instructors_week_on_the_sample_course(demo):
     assert "ben,03_attention" in (workspace / "regrades.csv").read_text()
     for shown in ("canvas.csv (Canvas)", "Insights:", "Similarity:", "Regrade:  ben / 03_attention"):
         assert shown in output
+    # lesson 12's trusted header and binding object are made at release, so grading builds only units
+    assert "the grader's C++ header and binding object made in" in output
+    [header_line] = (
+        (cpp_cache.records(cpp_cache.shared_cache(workspace)) / cpp_cache.PCH_LOG).read_text().splitlines()
+    )
+    assert " built in " in header_line

@@ -126,11 +126,7 @@ def prebuild(
     if not units or libtorch.missing_tools():
         return done
     kept = records(cache)
-    kept.mkdir(mode=0o700, parents=True, exist_ok=True)
-    cache.mkdir(parents=True, exist_ok=True)
-    open_only_by_name(cache)
-    trusted_pch(cache)
-    binding = trusted_binding(cache)
+    _, binding = prepare(cache)
     if binding is None:  # the kernels build privately, and say why if they cannot either
         return done
     for name, unit in units.items():
@@ -155,6 +151,18 @@ def prebuild(
             _log(kept, f"{name} {'built' if failure is None else 'failed'} in {seconds:.1f} s for {folder}")
     done.seconds = time.perf_counter() - start
     return done
+
+
+def prepare(cache: Path) -> tuple[Path | None, Path | None]:
+    """The precompiled header and the binding object in ``cache``, made now where missing and
+    where this machine can compile (else (None, None)): `release` calls it, once per workspace, so
+    that grading builds only the learners' own units. (The first ``prebuild`` makes them too.)"""
+    if libtorch.missing_tools():
+        return None, None
+    records(cache).mkdir(mode=0o700, parents=True, exist_ok=True)
+    cache.mkdir(parents=True, exist_ok=True)
+    open_only_by_name(cache)
+    return trusted_pch(cache), trusted_binding(cache)
 
 
 def trusted_pch(cache: Path) -> Path | None:

@@ -21,7 +21,7 @@ from nbformat.warnings import MissingIDFieldWarning
 from nbgrader.api import Gradebook, MissingEntry
 
 from autograder import lessons
-from autograder.engine import durations, intake, intake_time, parallel, verdicts
+from autograder.engine import cpp_cache, durations, intake, intake_time, parallel, verdicts
 from autograder.engine import workspace as layout
 from autograder.engine.kernels.sandbox import Limits
 from autograder.engine.kernels.sandbox import problem as sandbox_problem
@@ -143,6 +143,14 @@ class Pipeline:
             self.log(f"release {lesson}")
             if not self._check(self.api.generate_assignment(lesson, force=True, create=True), "release"):
                 raise RuntimeError(f"could not release {lesson}")
+            if lesson in cpp_cache.CPP_LESSONS:
+                began = time.perf_counter()
+                _, binding = cpp_cache.prepare(cpp_cache.shared_cache(self.workspace))
+                made = "made" if binding is not None else "not made (each kernel builds its own)"
+                self.log(
+                    f"  the grader's C++ header and binding object {made} in "
+                    f"{time.perf_counter() - began:.1f} s (once per workspace)"
+                )
 
     def _intake(self) -> intake.Intake:
         """The intake of this workspace, adding to this pipeline's problems."""
