@@ -116,12 +116,32 @@ def _same_tensor(actual: torch.Tensor, expected: torch.Tensor) -> bool:
             and torch.equal(actual, expected.to(actual.device)))  # fmt: skip
 
 
+TOKENS = ("src", "tgt_in", "tgt_out")
+
+
+def _same_entries(actual: torch.Tensor, mistaken: torch.Tensor) -> bool:
+    """The same dtype and entries, a mask given whole or broadcast ([T, T] as [B, 1, T, T])."""
+    try:
+        actual, mistaken = torch.broadcast_tensors(actual, mistaken.to(actual.device))
+    except RuntimeError:
+        return False
+    return actual.dtype == mistaken.dtype and torch.equal(actual, mistaken)
+
+
 def _name_batch_mistake(batch: dict, expected: dict, mistakes: list[tuple[core.Mistake, object]]) -> None:
     """Name the known mistake whose batch has every entry the learner got wrong (the learner may
-    have made it in some of the tensors only: the source padded with 0, the targets with pad_id)."""
+    have made it in some of the tensors only: the source padded with 0, the targets with pad_id);
+    a mistake in the tokens is not named when the learner's tokens are all right (its masks,
+    made from its tokens, can look like a wrong mask's)."""
     wrong = [key for key in BATCH_LETTERS if not _same_tensor(batch[key], expected[key])]
+    tokens_right = not set(wrong) & set(TOKENS)
     for mistake, output in mistakes:
-        if isinstance(output, dict) and all(_same_tensor(batch[k], output[k]) for k in wrong):
+        if not isinstance(output, dict):
+            continue
+        in_tokens = any(not _same_tensor(output[key], expected[key]) for key in TOKENS)
+        if tokens_right and in_tokens:
+            continue
+        if all(_same_entries(batch[k], output[k]) for k in wrong):
             raise core.CheckFailure(mistake.message(MAKE_BATCH))
 
 

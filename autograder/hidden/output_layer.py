@@ -124,14 +124,15 @@ def hidden_greedy_decode(fresh: Fresh, fn, with_end: bool) -> None:
 def decode_against_reference(
     compare: Callable[..., None], fn: Callable[..., Any], cases: list[tuple], fixed: tuple, with_end: bool
 ) -> None:
-    """``compare`` the learner's decoding ``fn`` with the reference greedy_decode on each case
-    (model, src, src_mask, max_len, end), then on ``fixed`` (the stand-in on which every known
-    mistake shows: model, src, src_mask, max_len, its end) with its end when ``with_end``, and
-    without one too (lessons 09 and 11)."""
+    """``compare`` the learner's decoding ``fn`` with the reference greedy_decode on ``fixed`` (the
+    stand-in on which every known mistake shows: model, src, src_mask, max_len, its end) with its
+    end when ``with_end``, and without one too (lessons 09 and 11), then on each fresh case (model,
+    src, src_mask, max_len, end). The fixed case comes first: a fresh case's tokens can match
+    another mistake's by chance, and the name would then be wrong."""
     model, src, src_mask, max_len, end = fixed
-    cases = [*cases, (model, src, src_mask, max_len, end if with_end else None)]
+    first = [(model, src, src_mask, max_len, end if with_end else None)]
     if with_end:  # and to max_len: where every fresh row ends early, one token too many shows only here
-        cases.append((model, src, src_mask, max_len, None))
-    for model, src, src_mask, max_len, end in cases:
+        first.append((model, src, src_mask, max_len, None))
+    for model, src, src_mask, max_len, end in [*first, *cases]:
         expected = answer(reference_greedy_decode, model, src, src_mask, max_len, greedy.START, end)
         compare(fn, model, src, src_mask, max_len, greedy.START, end, expected=expected)
