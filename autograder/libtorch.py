@@ -31,6 +31,7 @@ import sys
 import sysconfig
 import time
 import weakref
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -329,15 +330,23 @@ def build_commands(folder: Path, name: str, pch: Path | None, binding: Path) -> 
 
 
 def compile_and_link(
-    folder: Path, name: str, pch: Path | None, binding: Path, limit_s: float
+    folder: Path,
+    name: str,
+    pch: Path | None,
+    binding: Path,
+    limit_s: float,
+    run: Callable[[list[list[str]], float], tuple[str, int] | None] | None = None,
 ) -> tuple[str, int] | None:
-    """``build_commands`` run within ``limit_s`` seconds (``run_within``), once more without the
-    precompiled header where the compiler refused it (clang does, g++ reads the headers instead)."""
+    """``build_commands`` run by ``run`` (default ``run_within``; the grader's trusted build runs
+    them in a sandbox) within ``limit_s`` seconds, once more without the precompiled header where
+    the compiler refused it (clang does, g++ reads the headers instead): the output and the exit
+    status, or None past the limit."""
+    run = run or run_within
     deadline = time.monotonic() + limit_s
-    finished = run_within(build_commands(folder, name, pch, binding), limit_s)
+    finished = run(build_commands(folder, name, pch, binding), limit_s)
     if pch is None or finished is None or finished[1] == 0 or not cpp_pch.refused(finished[0]):
         return finished
-    return run_within(build_commands(folder, name, None, binding), deadline - time.monotonic())
+    return run(build_commands(folder, name, None, binding), deadline - time.monotonic())
 
 
 def run_within(commands: list[list[str]], limit_s: float) -> tuple[str, int] | None:
@@ -566,33 +575,3 @@ class CppSource:
 
     def compile(self, verbose: bool = False) -> type[CppModule]:
         return compile_module(self.name, self.source, verbose)
-
-
-def main(argv: list[str]) -> int:
-    """``python -m autograder.libtorch build FOLDER NAME --binding=OBJECT [--pch=HEADER]``: the grader's
-    trusted build step (autograder/engine/cpp_cache.py) in its sandbox: ``compile_and_link`` on the
-    unit that waits in ``FOLDER``, within the compile-time limit; nothing it built is imported."""
-    options = dict(option.removeprefix("--").split("=", 1) for option in argv[3:] if "=" in option)
-    if (
-        argv[:1] != ["build"]
-        or len(argv) < 3
-        or "binding" not in options
-        or not set(options) <= {"binding", "pch"}
-        or len(options) != len(argv) - 3
-    ):
-        print(
-            "usage: python -m autograder.libtorch build FOLDER NAME --binding=OBJECT [--pch=HEADER]",
-            file=sys.stderr,
-        )
-        return 2
-    pch = Path(options["pch"]) if "pch" in options else None
-    finished = compile_and_link(Path(argv[1]), argv[2], pch, Path(options["binding"]), compile_limit_s())
-    if finished is None:
-        print(f"did not compile within {compile_limit_s():.0f} s")
-        return 1
-    print(finished[0])
-    return finished[1]
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

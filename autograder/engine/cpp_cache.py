@@ -13,9 +13,9 @@ exercises:
   simply builds privately;
 - each distinct unit (``libtorch.translation_unit`` and ``libtorch.build_name``, as the kernel
   computes them) not yet in the cache is built in a sandbox of its own (``SandboxSpec``: read-only
-  root, no network, the workspace hidden, a private writable folder, the kernels' limits) by
-  ``python -m autograder.libtorch build FOLDER NAME --binding=OBJECT``: the compiler, nothing
-  imported or run, within the time the exercise's cell would have had in the kernel;
+  root, no network, the workspace hidden, a private writable folder, the kernels' limits) by the
+  compiler alone (``libtorch.build_commands``, computed here: no Python, nothing imported or run),
+  within the time the exercise's cell would have had in the kernel;
 - the grader copies the library and an empty ``finished`` mark into ``<workspace>/cpp-cache/<name>/``
   as its own files (a staging folder renamed into place, so a kernel never sees half a build).
 
@@ -35,11 +35,12 @@ says what was built, when, for which submission, and how long it took.
 """
 
 import fcntl
+import functools
 import os
+import shlex
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -261,9 +262,10 @@ def _run_build(
     limit: float,
     reads: tuple[Path | None, Path],
 ) -> Failure | None:
-    """Run the build child in its sandbox for at most ``limit`` seconds, reading ``reads`` (the
-    precompiled header, if any, and the binding object; their folders bound read-only); None when
-    it succeeded."""
+    """Compile and link the unit in ``build`` in its sandbox within ``limit`` seconds, reading
+    ``reads`` (the precompiled header, if any, and the binding object; their folders bound
+    read-only); None when it succeeded. The compiler runs alone (``libtorch.compile_and_link``
+    with ``_in_sandbox``): no Python child starts, so a unit costs its compile and nothing else."""
     pch, binding = reads
     spec = SandboxSpec(
         limits,
@@ -273,34 +275,45 @@ def _run_build(
         private=tuple(private_roots()),
         shared=tuple(path.parent for path in reads if path is not None),
     )
-    child = [sys.executable, "-m", "autograder.libtorch", "build", str(build), name, f"--binding={binding}"]
-    child += [f"--pch={pch}"] if pch is not None else []
-    environment = {**kernel_environment(os.environ), "MAX_JOBS": "1"}
+    run = functools.partial(_in_sandbox, spec, build)
+    finished = libtorch.compile_and_link(build, name, pch, binding, limit, run)
+    if finished is None:
+        return Failure(f"did not compile within {limit:.0f} s", final=False)
+    log, status = finished
+    if status != 0:
+        found = libtorch.FIRST_ERROR.search(log)
+        why = found.group(0) if found else f"the build exited {status}: {log.strip()[-400:]}"
+        return Failure(why, final=True)
+    return None
+
+
+def _in_sandbox(
+    spec: SandboxSpec, build: Path, commands: list[list[str]], limit_s: float
+) -> tuple[str, int] | None:
+    """``commands`` run one after the other (``sh`` chains them) in one sandbox of ``spec``: their
+    output and the last exit status, or None past ``limit_s`` seconds (the sandbox's processes
+    killed)."""
     launched = launch(
         spec,
-        child,
+        ["/bin/sh", "-c", " && ".join(shlex.join(command) for command in commands)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env=environment,
+        env={**kernel_environment(os.environ), "MAX_JOBS": "1"},
         cwd=str(build),
         start_new_session=True,
     )
     process = launched.process
     try:
-        log, _ = process.communicate(timeout=limit)
+        log, _ = process.communicate(timeout=max(limit_s, 0.01))
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.communicate()
-        return Failure(f"did not compile within {limit:.0f} s", final=False)
+        return None
     finally:
         if launched.group is not None:
             remove_group(launched.group)
-    if process.returncode != 0:
-        found = libtorch.FIRST_ERROR.search(log)
-        why = found.group(0) if found else f"the build exited {process.returncode}: {log.strip()[-400:]}"
-        return Failure(why, final=True)
-    return None
+    return log, process.returncode
 
 
 def install(library: Path, name: str, cache: Path) -> None:
