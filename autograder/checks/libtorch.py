@@ -28,7 +28,15 @@ from autograder.checks import core, multi_head
 from autograder.checks.answers import Expected, answer
 from autograder.checks.device import random_mask, random_tensor
 from autograder.checks.embedding import expect_lut_size, tokens_for
-from autograder.checks.eval_mode import DROPOUT_IN_EVAL, EVAL_DROPOUT, expect_dropout_off_in_eval
+from autograder.checks.eval_mode import (
+    DROPOUT_IN_EVAL,
+    DROPOUT_ON_OUTPUT,
+    EVAL_DROPOUT,
+    NO_DROPOUT_IN_TRAINING,
+    built_dropout,
+    expect_dropout_in_training,
+    expect_dropout_off_in_eval,
+)
 from autograder.checks.feed_forward import torch_encoder_layer, torch_feed_forward
 from autograder.checks.multi_head import keeps_global_rng, torch_expected
 from autograder.checks.oracles import feed_forward_state, mha_state, torch_mha
@@ -137,11 +145,20 @@ def check_cpp_embedding(cls) -> None:
 # ------------------------------------------------------------------------------ feed-forward
 
 
-def _ffn(module, x, activation=torch.relu, after=False, dropped=0.0):
-    """linear2(relu(linear1(x))) with one thing changed; ``dropped``: dropout that stays on."""
+def _ffn(module, x, activation=torch.relu, after=False, dropped=0.0, train_dropout="hidden"):
+    """linear2(relu(linear1(x))) with one thing changed; ``dropped``: dropout that stays on; in
+    train mode, the module's dropout on the hidden units (``train_dropout`` "hidden"), on nothing
+    ("none") or on the output ("output"). A stand-in holding the linears is never in train mode."""
+    training = getattr(module, "training", False)
+    p = built_dropout(module) if training else 0.0
     hidden = activation(module.linear1(x))
-    out = module.linear2(F.dropout(hidden, dropped, training=True) if dropped else hidden)
-    return torch.relu(out) if after else out
+    if dropped:
+        hidden = F.dropout(hidden, dropped, training=True)
+    if p and train_dropout == "hidden":
+        hidden = F.dropout(hidden, p, training=True)
+    out = module.linear2(hidden)
+    out = torch.relu(out) if after else out
+    return F.dropout(out, p, training=True) if p and train_dropout == "output" else out
 
 
 FEED_FORWARD_MISTAKES = core.catalogue(
@@ -150,6 +167,8 @@ FEED_FORWARD_MISTAKES = core.catalogue(
         "no ReLU": lambda module, x: _ffn(module, x, activation=lambda h: h),
         "ReLU after linear2 too": lambda module, x: _ffn(module, x, after=True),
         DROPOUT_IN_EVAL: lambda module, x: _ffn(module, x, dropped=EVAL_DROPOUT),
+        NO_DROPOUT_IN_TRAINING: lambda module, x: _ffn(module, x, train_dropout="none"),
+        DROPOUT_ON_OUTPUT: lambda module, x: _ffn(module, x, train_dropout="output"),
     },
 )
 
@@ -161,13 +180,16 @@ def compare_feed_forward(module, x: torch.Tensor, expected: torch.Tensor) -> Non
     core.expect_close(FEED_FORWARD, "the output", out, expected, "[B, T, D]", wrong)
 
 
-def expect_feed_forward_in_eval(cls, state: dict, x: torch.Tensor, expected: Expected) -> None:
+def expect_feed_forward_dropout(cls, state: dict, x: torch.Tensor, expected: Expected) -> None:
     """The module built with dropout = EVAL_DROPOUT and the weights ``state``, in eval mode, gives
-    ``expected()`` on two calls on ``x``: it drops nothing."""
+    ``expected()`` on two calls on ``x``: it drops nothing; then in train mode it drops hidden
+    units (neither nothing nor entries of the output)."""
     module = feed_forward_module(cls, x.size(-1), state["linear1.weight"].size(0), EVAL_DROPOUT)
     core.load_weights(FEED_FORWARD, module, state, "linear1, linear2")
     run = functools.partial(core.output, FEED_FORWARD, module, {"x": x})
     expect_dropout_off_in_eval(FEED_FORWARD, FEED_FORWARD_MISTAKES, run, expected, "[B, T, D]")
+    module.train()
+    expect_dropout_in_training(FEED_FORWARD, FEED_FORWARD_MISTAKES, run, expected, EVAL_DROPOUT)
 
 
 def feed_forward_module(cls, d_model: int, d_ff: int, dropout: float = 0.0):
@@ -191,10 +213,10 @@ def check_cpp_feed_forward(cls) -> None:
     x = random_tensor(B, T, D, seed=30, scale=2.0)
     compare_feed_forward(module, x, torch_feed_forward(layer, x))
     expected = answer(torch_feed_forward, layer, x)
-    expect_feed_forward_in_eval(cls, feed_forward_state(layer), x, expected)
+    expect_feed_forward_dropout(cls, feed_forward_state(layer), x, expected)
     core.passed(
         f"{FEED_FORWARD} registers linear1 and linear2 and equals torch's linear2(relu(linear1(x))); "
-        f"built with dropout = {EVAL_DROPOUT}, it drops nothing in eval mode"
+        f"built with dropout = {EVAL_DROPOUT}, it drops nothing in eval mode and hidden units in train mode"
     )
 
 
@@ -237,6 +259,7 @@ def _mha(
     seeds=False,
     dim=-1,
     dropped=0.0,
+    merge_by_view=False,
 ):
     """The multi-head computation with one thing changed: the skeleton the mistakes share."""
     h = m.n_heads
@@ -246,7 +269,8 @@ def _mha(
         mask = ~mask
     fill, zero_masked_rows = (-1e9, False) if seeds else (-math.inf, True)
     heads = _attention(q, k, v, mask, scale, fill, zero_masked_rows, dim, dropped)
-    merged = heads.transpose(1, 2).reshape(query.size(0), query.size(1), -1)
+    heads = heads if merge_by_view else heads.transpose(1, 2)
+    merged = heads.reshape(query.size(0), query.size(1), -1)
     return m.w_o(merged) if out else merged
 
 
@@ -261,8 +285,14 @@ MHA_MISTAKES = core.catalogue(
             m, q, k, v, mask, scale=q.size(-1) // m.n_heads
         ),
         "softmax over the wrong dimension": lambda m, q, k, v, mask=None: _mha(m, q, k, v, mask, dim=-2),
+        "scaled by sqrt(D) instead of sqrt(d_k)": lambda m, q, k, v, mask=None: _mha(
+            m, q, k, v, mask, scale=math.sqrt(q.size(-1))
+        ),
         "heads split with view, without transpose": lambda m, q, k, v, mask=None: _mha(
             m, q, k, v, mask, split=_split_view_only
+        ),
+        "heads split and merged with view, without transposes": lambda m, q, k, v, mask=None: _mha(
+            m, q, k, v, mask, split=_split_view_only, merge_by_view=True
         ),
         "mask read as True = masked": lambda m, q, k, v, mask=None: _mha(m, q, k, v, mask, invert=True),
         "masked_fill(mask == 0, -1e9): a fully masked row is not zero": lambda m, q, k, v, mask=None: _mha(

@@ -257,6 +257,9 @@ MHA_MISTAKES = core.catalogue(
         "one projection for q, k and v": lambda m, query, key, value, mask=None: _mha(
             m, query, key, value, mask, proj=(m.w_q,) * 3
         ),
+        "key projected with w_q": lambda m, query, key, value, mask=None: _mha(
+            m, query, key, value, mask, proj=(m.w_q, m.w_q, m.w_v)
+        ),
         "value projected from the key input": lambda m, query, key, value, mask=None: _mha(
             m, query, key, value, mask, value_from=key
         ),

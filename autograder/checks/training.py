@@ -452,6 +452,10 @@ def _exact_variant(predicted, target, start_id, end_id, *, drop_start=True, rule
         if rule == "index":  # list.index without asking first whether the row has an end_id
             output = row[1:] if drop_start else row
             right.append(output[: output.index(end_id) + 1] == answer)
+        elif rule == "last":  # cut after the last end_id, not the first
+            output = row[1:] if drop_start else row
+            last = len(output) - output[::-1].index(end_id) if end_id in output else len(output)
+            right.append(output[:last] == answer)
         elif rule == "no end":  # both without their end_id
             right.append(output[: len(output) - (end_id in output)] == answer[:-1])
         elif rule == "prefix":  # zip stops at the shorter list

@@ -136,8 +136,9 @@ hidden_cpp_embedding(CppEmbedding)
 # - `x` is `[B, T, D]`; the result is `[B, T, D]`. Lesson 07 put dropout in one place of this
 #   network: decide where, with `torch::relu` and `torch::dropout(input, p, train)`. Its third
 #   argument says whether to drop at all; a module knows whether it is training through
-#   `is_training()`. Every check runs in eval mode, where dropout must return its input
-#   unchanged: make sure yours does.
+#   `is_training()`. The value checks run in eval mode, where dropout must return its input
+#   unchanged; one more call after `.train()` checks that it then drops hidden units, in the
+#   place lesson 07 chose.
 
 # %% exercise solutions.libtorch.CppPositionwiseFeedForward
 

@@ -254,6 +254,13 @@ MUTANTS = {
                 "torch::dropout(hidden, dropout_p, /*train=*/true)",
             )
         ],
+        "no dropout in training": [("torch::dropout(hidden, dropout_p, is_training())", "hidden")],
+        "dropout on the output": [
+            (
+                "return linear2(torch::dropout(hidden, dropout_p, is_training()));",
+                "return torch::dropout(linear2(hidden), dropout_p, is_training());",
+            )
+        ],
     },
     "CppMultiHeadAttention": {
         "no scaling": [(" / std::sqrt(static_cast<double>(d_k))", "")],
@@ -264,8 +271,15 @@ MUTANTS = {
         "scaled by d_k instead of sqrt(d_k)": [
             ("/ std::sqrt(static_cast<double>(d_k))", "/ static_cast<double>(d_k)")
         ],
+        "scaled by sqrt(D) instead of sqrt(d_k)": [
+            ("/ std::sqrt(static_cast<double>(d_k))", "/ std::sqrt(static_cast<double>(h * d_k))")
+        ],
         "heads split with view, without transpose": [
             ("x.view({batch, x.size(1), h, d_k}).transpose(1, 2)", "x.view({batch, h, x.size(1), d_k})")
+        ],
+        "heads split and merged with view, without transposes": [
+            ("x.view({batch, x.size(1), h, d_k}).transpose(1, 2)", "x.view({batch, h, x.size(1), d_k})"),
+            ("w_o(out.transpose(1, 2).contiguous().view(", "w_o(out.contiguous().view("),
         ],
         "mask read as True = masked": [("mask->logical_not()", "*mask")],
         "masked_fill(mask == 0, -1e9): a fully masked row is not zero": [

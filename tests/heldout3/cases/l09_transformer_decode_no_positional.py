@@ -2,7 +2,9 @@
 # mistake: decode embeds the target tokens but forgets to add the positional encoding
 # ruff: noqa
 class Transformer(nn.Module):
-    def __init__(self, src_vocab, tgt_vocab, d_model=512, n_heads=8, d_ff=2048, n_layers=6, dropout=0.1, max_len=5000):
+    def __init__(
+        self, src_vocab, tgt_vocab, d_model=512, n_heads=8, d_ff=2048, n_layers=6, dropout=0.1, max_len=5000
+    ):
         super().__init__()
         self.src_embed = Embedding(src_vocab, d_model)
         self.tgt_embed = Embedding(tgt_vocab, d_model)

@@ -3,4 +3,4 @@
 # ruff: noqa
 def rate(step, d_model, warmup, factor=1.0):
     step = max(step, 1)
-    return factor * (d_model ** -0.5) * min(step ** -0.5, step * warmup ** -1.5)
+    return factor * (d_model**-0.5) * min(step**-0.5, step * warmup**-1.5)

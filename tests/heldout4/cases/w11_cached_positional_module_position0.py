@@ -8,7 +8,9 @@ def cached_greedy_decode(model, src, src_mask, max_len, start_symbol, end_symbol
     mem_kv = []
     for layer in layers:
         n = layer.self_attn.n_heads
-        mem_kv.append((split_heads(layer.cross_attn.w_k(memory), n), split_heads(layer.cross_attn.w_v(memory), n)))
+        mem_kv.append(
+            (split_heads(layer.cross_attn.w_k(memory), n), split_heads(layer.cross_attn.w_v(memory), n))
+        )
     caches = [{} for _ in layers]
     ys = torch.full((src.size(0), 1), start_symbol, dtype=torch.long, device=src.device)
     done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)

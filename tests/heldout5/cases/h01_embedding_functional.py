@@ -8,4 +8,4 @@ class Embedding(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         check_token_ids(tokens, self.lut.num_embeddings)
-        return F.embedding(tokens, self.lut.weight) * self.lut.embedding_dim ** 0.5
+        return F.embedding(tokens, self.lut.weight) * self.lut.embedding_dim**0.5

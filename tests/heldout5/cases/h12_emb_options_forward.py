@@ -1,7 +1,9 @@
 # exercise: CppEmbedding
 # honest: EmbeddingOptions, lut->forward, the scale read from the options in forward with mul
 # ruff: noqa
-CppEmbedding = compile_module("Embedding", r"""
+CppEmbedding = compile_module(
+    "Embedding",
+    r"""
 struct EmbeddingImpl : torch::nn::Module {
   // tokens: Long[B, T] -> [B, T, D]: the rows of the table lut, times sqrt(d_model)
   EmbeddingImpl(int64_t vocab_size, int64_t d_model) {
@@ -16,4 +18,5 @@ struct EmbeddingImpl : torch::nn::Module {
   torch::nn::Embedding lut{nullptr};  // registered as "lut", so weights load by that name
   double scale = 1.0;
 };
-""")
+""",
+)

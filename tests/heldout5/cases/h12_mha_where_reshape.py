@@ -1,7 +1,9 @@
 # exercise: CppMultiHeadAttention
 # honest: reshape + permute for the heads, torch::where for the mask, nan_to_num for fully masked rows, mul by 1/sqrt(d_k)
 # ruff: noqa
-CppMultiHeadAttention = compile_module("MultiHeadAttention", r"""
+CppMultiHeadAttention = compile_module(
+    "MultiHeadAttention",
+    r"""
 struct MultiHeadAttentionImpl : torch::nn::Module {
   MultiHeadAttentionImpl(int64_t d_model, int64_t n_heads, double dropout) {
     TORCH_CHECK_VALUE(n_heads > 0 && d_model % n_heads == 0,
@@ -40,4 +42,5 @@ struct MultiHeadAttentionImpl : torch::nn::Module {
   torch::nn::Linear w_q{nullptr}, w_k{nullptr}, w_v{nullptr}, w_o{nullptr};
   torch::Tensor attn;
 };
-""")
+""",
+)

@@ -1,5 +1,5 @@
 # exercise: make_batch
-# mistake: tgt_mask built from tgt_out instead of tgt_in (padding part on the wrong tokens)
+# honest: tgt_mask built from tgt_out, whose padding lies where tgt_in's does (both are n + 1 tokens, then pad_id); written as a mistake by the cases' author, reclassified by the session that measured it
 # ruff: noqa
 def make_batch(sources, targets, pad_id, start_id, end_id):
     S = max(map(len, sources))

@@ -1,7 +1,9 @@
 # exercise: CppPositionwiseFeedForward
 # mistake: dropout applied to linear2's output instead of between relu and linear2
 # ruff: noqa
-CppPositionwiseFeedForward = compile_module("PositionwiseFeedForward", r"""
+CppPositionwiseFeedForward = compile_module(
+    "PositionwiseFeedForward",
+    r"""
 struct PositionwiseFeedForwardImpl : torch::nn::Module {
   // x: [B, T, D] -> linear2(dropout(relu(linear1(x)))): [B, T, D]
   PositionwiseFeedForwardImpl(int64_t d_model, int64_t d_ff, double dropout) {
@@ -18,4 +20,5 @@ struct PositionwiseFeedForwardImpl : torch::nn::Module {
   torch::nn::Linear linear1{nullptr}, linear2{nullptr};
   double dropout_p = 0.0;
 };
-""")
+""",
+)

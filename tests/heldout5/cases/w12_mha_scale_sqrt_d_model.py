@@ -1,7 +1,9 @@
 # exercise: CppMultiHeadAttention
 # mistake: scales the scores by sqrt(d_model) instead of sqrt(d_k)
 # ruff: noqa
-CppMultiHeadAttention = compile_module("MultiHeadAttention", r"""
+CppMultiHeadAttention = compile_module(
+    "MultiHeadAttention",
+    r"""
 struct MultiHeadAttentionImpl : torch::nn::Module {
   MultiHeadAttentionImpl(int64_t d_model, int64_t n_heads, double dropout) {
     TORCH_CHECK_VALUE(d_model % n_heads == 0, "d_model (", d_model, ") must be divisible by n_heads (", n_heads, ")");
@@ -38,4 +40,5 @@ struct MultiHeadAttentionImpl : torch::nn::Module {
   torch::nn::Linear w_q{nullptr}, w_k{nullptr}, w_v{nullptr}, w_o{nullptr};
   torch::Tensor attn;
 };
-""")
+""",
+)
