@@ -1,0 +1,17 @@
+# exercise: PositionwiseFeedForward
+# mistake: "gelu" uses the tanh approximation instead of the exact erf-based GELU
+# ruff: noqa
+class PositionwiseFeedForward(nn.Module):
+    def __init__(self, d_model, d_ff, dropout=0.0, activation="relu"):
+        super().__init__()
+        if activation not in ("relu", "gelu"):
+            raise ValueError(f"activation must be 'relu' or 'gelu', got {activation!r}")
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.activation = activation
+
+    def forward(self, x):
+        h = self.linear1(x)
+        h = F.relu(h) if self.activation == "relu" else F.gelu(h, approximate="tanh")
+        return self.linear2(self.dropout(h))
