@@ -317,7 +317,22 @@ def compare_mha(module, n_heads, query, key, value, mask, expected_out, expected
             f"{MHA}: attn should hold the last attention weights [B, h, T_q, T_k]; assign them to the "
             "member attn in forward (attn = weights;), which the course binds for Python."
         )
+    multi_head.expect_not_averaged(MHA, attn, expected_attn, "attn", "attn = weights;")
+    scores = _scaled_scores(multi_head.stand_in(module, n_heads), query, key)
+    if attn.shape == scores.shape and core.same(attn, scores):
+        raise core.CheckFailure(
+            f"{MHA}: attn holds the scores q kᵀ / sqrt(d_k), from before the softmax; it must hold the "
+            "attention weights [B, h, T_q, T_k], each row summing to 1: assign attn = weights; after the "
+            "softmax (and after zeroing a fully masked row)."
+        )
     core.expect_close(MHA, "attn", attn, expected_attn, "[B, h, T_q, T_k]")
+
+
+def _scaled_scores(m, query, key) -> torch.Tensor:
+    """q kᵀ / sqrt(d_k) per head, [B, h, T_q, T_k], from the module's w_q and w_k."""
+    with torch.no_grad():
+        q, k = _split(m.w_q(query), m.n_heads), _split(m.w_k(key), m.n_heads)
+        return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
 
 
 def _mha_module(cls, seed: int):

@@ -386,7 +386,24 @@ def compare_mha(module, n_heads, query, key, value, mask, expected: Expected, ke
             f"{type(attn).__name__}; keep the weights that scaled_dot_product_attention returns: "
             "out, self.attn = scaled_dot_product_attention(q, k, v, mask)."
         )
+    expect_not_averaged(
+        MHA, attn, expected_attn, "self.attn", "keep the weights scaled_dot_product_attention returns"
+    )
     core.expect_close(MHA, "self.attn", attn, expected_attn, MHA_ATTN)
+
+
+def expect_not_averaged(
+    exercise: str, attn: torch.Tensor, expected: torch.Tensor, name: str, how: str
+) -> None:
+    """``attn`` [B, T_q, T_k] equal to the expected weights [B, h, T_q, T_k] averaged over the heads
+    (nn.MultiheadAttention's default, average_attn_weights=True) is told so."""
+    averaged = expected.mean(dim=1)
+    if attn.shape == averaged.shape and core.same(attn, averaged):
+        raise core.CheckFailure(
+            f"{exercise}: {name} is [B, T_q, T_k], the weights averaged over the h heads (what "
+            f"nn.MultiheadAttention returns by default); keep one map per head, {MHA_ATTN}: {how}, "
+            "not their mean."
+        )
 
 
 def expect_steady(module, cls, n_heads: int, state: dict, inputs: tuple, expected: Expected) -> None:

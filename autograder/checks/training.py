@@ -145,6 +145,19 @@ def _name_batch_mistake(batch: dict, expected: dict, mistakes: list[tuple[core.M
             raise core.CheckFailure(mistake.message(MAKE_BATCH))
 
 
+def _expect_the_extra_position(batch: dict, expected: dict) -> None:
+    """tgt_in or tgt_out one position short of T = the longest target + 1 is told why T has the + 1."""
+    b, t = expected["tgt_in"].shape
+    short = [key for key in ("tgt_in", "tgt_out") if tuple(batch[key].shape) == (b, t - 1)]
+    if short:
+        raise core.CheckFailure(
+            f"{MAKE_BATCH}: {' and '.join(f'batch[{key!r}]' for key in short)} "
+            f"{'are' if len(short) == 2 else 'is'} [B, {t - 1}], the longest "
+            f"target's length; T is that length + 1 = {t}, since <s> y (tgt_in) and y </s> (tgt_out) each "
+            "hold one token more than y: the longest row would lose its </s>."
+        )
+
+
 def compare_batch(
     fn, sources, targets, pad_id, start_id, end_id, expected: Expected | None = None, values=True
 ) -> dict:
@@ -160,6 +173,7 @@ def compare_batch(
     )
     if values or not form:
         _name_batch_mistake(batch, expected, core.mistake_outputs(BATCH_MISTAKES, *args))
+    _expect_the_extra_position(batch, expected)
     for key, letters in BATCH_LETTERS.items():
         what = f"batch[{key!r}]"
         core.expect_dtype(MAKE_BATCH, what, batch[key], expected[key].dtype)
