@@ -20,6 +20,7 @@ import nbformat
 
 from autograder import lessons
 from autograder.authoring.samples import filled
+from autograder.engine.kernels.limits import Limits
 from autograder.engine.kernels.sandbox import cgroup_root
 from autograder.engine.pipeline import Pipeline
 from autograder.instructor import grades
@@ -31,6 +32,11 @@ CHECKS_FILE = lessons.ROOT / "autograder" / "checks" / "attention.py"
 SECRET = Path.home() / f".course-hostile-secret-{os.getpid()}"  # a key in the instructor's home
 # The grader's own secret in its environment (a PostgreSQL gradebook's password, say)
 GRADER_PASSWORD = f"pg-password-{os.getpid()}"
+# A smaller memory cap than the default's 4 GiB: shm_hog fills it a page at a time, about 0.8 s a
+# GiB on a quiet 2-core machine and several times that with every core busy; at 4 GiB the 15 s
+# cell limit sometimes stopped it before the cap did, and the class then proved nothing about
+# shared memory. 1.5 GiB still holds an honest kernel (it peaks near 0.5 GiB).
+LIMITS = Limits(memory_gib=1.5)
 MEMORY_GROUPS = cgroup_root("memory") is not None  # where not, shared memory is not capped
 KEY = f"course-hostile-key-{os.getpid()}"  # what one student leaves in the keyring for another
 # system call numbers of add_key and keyctl, by machine
@@ -382,7 +388,7 @@ def grade(tmp: Path, finalize: Callable[[Callable[[], None]], object]) -> dict:
     os.environ["PGPASSWORD"] = GRADER_PASSWORD  # read when the grader starts its kernels
     try:
         pipeline = Pipeline(
-            tmp / "workspace", release=tmp / "release", log=lambda *_: None, cell_timeout_s=15
+            tmp / "workspace", release=tmp / "release", log=lambda *_: None, cell_timeout_s=15, sandbox=LIMITS
         )
         pipeline.release([LESSON])
         pipeline.collect_folder(inbox)
@@ -516,14 +522,14 @@ REPORTED = {
     # 3,000 files and their folder, beside the notebook and the intake's timestamp.txt and handed.json
     "flooder": ["left 3,004 files and folders, over the cap of 1,000: kept the first 1,000 by name"],
     "sparse_writer": ["left `big.bin` (1.0 GiB), over the cap of 256 MiB: not kept"],
-    "hog": ["the solution cell of Embedding ran out of memory at the sandbox's cap of 4 GiB a process"],
+    "hog": ["the solution cell of Embedding ran out of memory at the sandbox's cap of 1.5 GiB a process"],
     "keyring_a_writer": ["flagged, cell Embedding: imports ctypes (the kernel's machinery)"],
     "keyring_b_reader": ["flagged, cell Embedding: imports ctypes (the kernel's machinery)"],
 } | (
     {
         "shm_hog": [
             "autograding failed: the kernel exited while running the solution cell of Embedding (it reached "
-            "the sandbox's memory cap of 4 GiB)"
+            "the sandbox's memory cap of 1.5 GiB)"
         ]
     }
     if MEMORY_GROUPS
