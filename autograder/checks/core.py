@@ -462,17 +462,39 @@ def wrong_pattern(
     return ""
 
 
-def mistake_outputs(mistakes: Sequence[Mistake], *args: Any) -> list[tuple[Mistake, Any]]:
+class Outcomes(Sequence[tuple[Mistake, Any]]):
+    """Each known mistake with what it would return on some arguments, or the exception it
+    raises, computed at the first look: a check whose learner's output is right never pays for
+    them (each may run the learner's own sub-modules, in the judge through the kernel)."""
+
+    def __init__(self, mistakes: Sequence[Mistake], args: tuple[Any, ...]):
+        self.mistakes, self.args = mistakes, args
+        self.computed: list[tuple[Mistake, Any]] | None = None
+
+    def _outcomes(self) -> list[tuple[Mistake, Any]]:
+        if self.computed is None:
+            self.computed = []
+            with torch.no_grad(), exact_matmul():
+                for mistake in self.mistakes:
+                    try:
+                        self.computed.append((mistake, mistake.compute(*self.args)))
+                    except Exception as error:  # noqa: BLE001 - the mistake's own crash, kept as its outcome
+                        self.computed.append((mistake, error))
+        return self.computed
+
+    def __getitem__(self, index):  # noqa: ANN001, ANN204 - Sequence's own signature
+        return self._outcomes()[index]
+
+    def __len__(self) -> int:
+        return len(self._outcomes())
+
+
+def mistake_outputs(mistakes: Sequence[Mistake], *args: Any) -> Outcomes:
     """Each known mistake with what it would return on these arguments, or the exception it
-    raises: one that crashes here matches no output, and a check may still name it by its error."""
-    outputs: list[tuple[Mistake, Any]] = []
-    with torch.no_grad(), exact_matmul():
-        for mistake in mistakes:
-            try:
-                outputs.append((mistake, mistake.compute(*args)))
-            except Exception as error:  # noqa: BLE001 - the mistake's own crash, kept as its outcome
-                outputs.append((mistake, error))
-    return outputs
+    raises (``Outcomes``: computed only when a check looks at them, after the learner's output
+    was found wrong): one that crashes matches no output, and a check may still name it by its
+    error. The arguments must not change before then."""
+    return Outcomes(mistakes, args)
 
 
 def build(exercise: str, cls: type, *args: Any, **kwargs: Any) -> Any:
