@@ -3,6 +3,7 @@
 reference (``autograder.hidden``), the notebook builder, and the nbgrader set-up."""
 
 import logging
+import sys
 
 
 class _CudaHomeNotice(logging.Filter):
@@ -17,3 +18,10 @@ class _CudaHomeNotice(logging.Filter):
 
 
 logging.getLogger("torch.utils.cpp_extension").addFilter(_CudaHomeNotice())
+
+# jsonschema imports rfc3987_syntax where it is installed (jupyter-events asks for jsonschema's
+# format-nongpl extra), and that module builds a parser at import: about 1 s for every process that
+# reads a notebook (nbformat imports jsonschema), each grading worker and kernel included. Nothing
+# here checks the "iri" formats it serves, so this process never imports it; jsonschema goes on
+# without it as where it is not installed.
+sys.modules.setdefault("rfc3987_syntax", None)
