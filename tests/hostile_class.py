@@ -32,10 +32,9 @@ CHECKS_FILE = lessons.ROOT / "autograder" / "checks" / "attention.py"
 SECRET = Path.home() / f".course-hostile-secret-{os.getpid()}"  # a key in the instructor's home
 # The grader's own secret in its environment (a PostgreSQL gradebook's password, say)
 GRADER_PASSWORD = f"pg-password-{os.getpid()}"
-# A smaller memory cap than the default's 4 GiB: shm_hog fills it a page at a time, about 0.8 s a
-# GiB on a quiet 2-core machine and several times that with every core busy; at 4 GiB the 15 s
-# cell limit sometimes stopped it before the cap did, and the class then proved nothing about
-# shared memory. 1.5 GiB still holds an honest kernel (it peaks near 0.5 GiB).
+# A smaller memory cap than the default's 4 GiB, so that shm_hog (a page at a time, about 0.8 s a
+# GiB on a quiet 2-core machine) reaches it in seconds; 1.5 GiB still holds an honest kernel (it
+# peaks near 0.5 GiB).
 LIMITS = Limits(memory_gib=1.5)
 MEMORY_GROUPS = cgroup_root("memory") is not None  # where not, shared memory is not capped
 KEY = f"course-hostile-key-{os.getpid()}"  # what one student leaves in the keyring for another
@@ -139,6 +138,8 @@ import mmap
 size = 5 * 2**30
 shared = mmap.mmap(-1, size)
 for offset in range(0, size, 4096):
+    if offset % 2**30 == 0:
+        print("GiB written:", offset // 2**30, flush=True)
     shared[offset] = 1
 print("wrote", size)
 """,
@@ -527,9 +528,16 @@ REPORTED = {
     "keyring_b_reader": ["flagged, cell Embedding: imports ctypes (the kernel's machinery)"],
 } | (
     {
+        # At the cap, the group first takes back the kernel's own file pages (torch's libraries),
+        # which it reads again at once: on a busy machine that can outlast the 15 s cell limit
+        # before the kernel is ended. Either way the cap held (test_hostile_kernel reads how much
+        # it wrote).
         "shm_hog": [
-            "autograding failed: the kernel exited while running the solution cell of Embedding (it reached "
-            "the sandbox's memory cap of 1.5 GiB)"
+            (
+                "autograding failed: the kernel exited while running the solution cell of Embedding (it "
+                "reached the sandbox's memory cap of 1.5 GiB)",
+                "cells stopped after 15 s (an endless loop?), scored 0: Embedding",
+            )
         ]
     }
     if MEMORY_GROUPS
