@@ -1,4 +1,7 @@
-"""The hostile class (tests/hostile_class.py), graded once for the test files that read it."""
+"""The hostile class (tests/hostile_class.py), graded once for the test files that read it; one
+machine cache of the grader's C++ header and binding object for the whole run."""
+
+import os
 
 import pytest
 
@@ -16,6 +19,19 @@ def graded_hostile_class(tmp_path_factory: pytest.TempPathFactory, request: pyte
     from tests import hostile_class  # imported here: most runs never grade it
 
     return hostile_class.grade(tmp_path_factory.mktemp("hostile"), request.addfinalizer)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def grader_cpp_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The grader's machine cache of lesson 12's precompiled header and binding object
+    (``cpp_cache.machine_cache``) for this run, shared by its workers, never the user's own: the
+    suite makes them once, as a machine does, and a second run starts without them, as CI does."""
+    from autograder.engine.cpp_cache import MACHINE_VARIABLE
+
+    base = tmp_path_factory.getbasetemp()
+    folder = str((base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "grader-cpp")
+    os.environ[MACHINE_VARIABLE] = folder  # read by this process and every grader it starts
+    return folder
 
 
 def worker_unit(file: str) -> str:

@@ -238,6 +238,34 @@ def cpp_submission(folder: Path, *cells: str) -> Path:
     return folder
 
 
+def fake_trusted_builds(monkeypatch, gch: bytes = b"made") -> list[Path]:
+    """``cpp_pch.build`` and ``cpp_binding.build`` replaced by writers of a finished folder (the
+    header's ``.gch`` holds ``gch``), so that no compiler runs; the folders they made, in order."""
+    from autograder import cpp_binding, cpp_pch, libtorch
+
+    made: list[Path] = []
+
+    def finish(folder: Path, files: dict[str, bytes]) -> None:
+        folder.mkdir(parents=True)
+        for name, content in files.items():
+            (folder / name).write_bytes(content)
+        cpp_pch.record(folder)
+        (folder / libtorch.FINISHED).write_text("")
+        made.append(folder)
+
+    def header(folder, head, mark, limit_s):
+        finish(folder, {cpp_pch.HEADER: "\n".join(head).encode() + b"\n", f"{cpp_pch.HEADER}.gch": gch})
+        return folder / cpp_pch.HEADER
+
+    def binding(folder, mark, limit_s):
+        finish(folder, {cpp_binding.OBJECT: b"object"})
+        return folder / cpp_binding.OBJECT
+
+    monkeypatch.setattr(cpp_pch, "build", header)
+    monkeypatch.setattr(cpp_binding, "build", binding)
+    return made
+
+
 def in_kernel_sandbox(workspace: Path, code: str, defended: bool = True) -> subprocess.CompletedProcess:
     """Run Python ``code`` as a grading kernel runs: the workspace hidden, its shared cache bound
     back read-only (``defended``) or writable (as it would be without the defence)."""

@@ -11,6 +11,7 @@ bound read-only, a private /tmp) and the same environment (``kernel_environment`
 """
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from autograder.engine.kernels import sandbox
 from autograder.engine.kernels.environment import CPP_CACHE_IN_SANDBOX
 from autograder.engine.kernels.sandbox import Limits
 from solutions.libtorch import CppEmbedding
-from tests.helpers import CPP_CELL_LIMIT_S, CPP_LESSON, cpp_submission, in_kernel_sandbox
+from tests.helpers import CPP_CELL_LIMIT_S, CPP_LESSON, cpp_submission, fake_trusted_builds, in_kernel_sandbox
 
 pytestmark = pytest.mark.skipif(sandbox.problem() is not None, reason=str(sandbox.problem()))
 
@@ -116,10 +117,10 @@ def test_two_submissions_of_the_same_cpp_cost_one_build_and_the_second_kernel_im
     # the precompiled header: made once, by the grader, from the course's fixed lines only
     [pch_line] = (cpp_cache.records(cache) / cpp_cache.PCH_LOG).read_text().splitlines()
     header = cpp_pch.finished([cache], libtorch.UNIT_HEAD, libtorch.FINISHED)
-    assert header is not None and f"{header.parent.name} built" in pch_line
+    assert header is not None and re.search(f"{header.parent.name} (built|linked from .+) in ", pch_line)
     assert header.read_text() == "\n".join(libtorch.UNIT_HEAD) + "\n"
     [binding_line] = (cpp_cache.records(cache) / cpp_cache.BINDING_LOG).read_text().splitlines()
-    assert f"{cpp_binding.folder_name()} built" in binding_line  # the binding object: once, by the grader
+    assert re.search(f"{cpp_binding.folder_name()} (built|linked from .+) in ", binding_line)  # by the grader
     seen = kernel_compiles(workspace, CppEmbedding.source)
     assert seen["note"].startswith("loaded from the cache"), seen
     assert seen["library"] == str(cache / name / f"{name}.so") and seen["shape"] == [1, 2, 4]
@@ -285,3 +286,34 @@ def test_the_clean_command_removes_the_cache_and_its_records_and_says_how_much(t
     assert f"freed 3.0 MiB of C++ builds in {tmp_path}" in capsys.readouterr().out
     assert not cache.exists() and not cpp_cache.records(cache).exists()
     assert (tmp_path / "gradebook.db").read_text() == "kept"
+
+
+def test_a_second_workspace_links_the_machines_header_and_binding_object_instead_of_building_them(
+    tmp_path, monkeypatch
+):
+    machine = tmp_path / "machine"
+    monkeypatch.setenv(cpp_cache.MACHINE_VARIABLE, str(machine))
+    older = machine / "pch-0123456789abcdef0123"  # this installation's header for an older torch
+    older.mkdir(parents=True)
+    cpp_pch.record(older)
+    made = fake_trusted_builds(monkeypatch, gch=b"h" * 2**20)
+    first, second = (cpp_cache.shared_cache(tmp_path / name) for name in ("first", "second"))
+    header, binding = cpp_cache.prepare(first)
+    assert made == [machine / header.parent.name, machine / binding.parent.name]  # made once, there
+    assert not older.exists()  # the machine keeps one header per installation
+    assert cpp_cache.prepare(second) == (
+        second / header.parent.name / header.name,
+        second / binding.parent.name / binding.name,
+    )
+    assert len(made) == 2  # nothing built for the second workspace
+    for cache in (first, second):
+        gch = cache / header.parent.name / f"{cpp_pch.HEADER}.gch"
+        assert gch.samefile(machine / header.parent.name / gch.name)  # a hard link: no copy
+        assert (cache / binding.parent.name / cpp_binding.OBJECT).read_bytes() == b"object"
+    [line] = (cpp_cache.records(second) / cpp_cache.PCH_LOG).read_text().splitlines()
+    assert f"{header.parent.name} linked from {machine} in " in line
+    [line] = (cpp_cache.records(first) / cpp_cache.PCH_LOG).read_text().splitlines()
+    assert f"{header.parent.name} built in " in line
+    # cleaning a workspace frees none of the bytes it shares with the machine's cache
+    assert cpp_cache.clean(tmp_path / "second") < 2**20 and not second.exists()
+    assert (machine / header.parent.name / f"{cpp_pch.HEADER}.gch").stat().st_size == 2**20

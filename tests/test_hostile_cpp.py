@@ -8,7 +8,10 @@ laid out as it was before) and then failing with it:
   student's whole source (in each build's ``finished`` mark), a failed build's compiler message,
   the build log naming each student's folder, the lock files naming each unit;
 - stubs left in place and ``CppEmbedding = Embedding`` (the Python class) in a cell added below:
-  full marks before the checks and before the judge, and no flag.
+  full marks before the checks and before the judge, and no flag;
+- a precompiled header planted in the grader's machine cache (``cpp_cache.machine_cache``) where
+  another user may write it (a shared folder named by ``COURSE_GRADER_CPP_CACHE``), or in a folder
+  of it that another may write: every later workspace would link it, and every build read it.
 
 The cache attack costs two real builds (the reference's Embedding, which builds, and a broken one,
 which fails), made once by the trusted step as shipped; the layout as it was is then filled from
@@ -35,7 +38,14 @@ from autograder.engine.remote import Channel, Endpoint, models_read_only
 from autograder.lessons import EXERCISES
 from solutions.embedding import Embedding
 from solutions.libtorch import CppEmbedding
-from tests.helpers import BROKEN_CPP, CPP_CELL_LIMIT_S, CPP_LESSON, cpp_submission, in_kernel_sandbox
+from tests.helpers import (
+    BROKEN_CPP,
+    CPP_CELL_LIMIT_S,
+    CPP_LESSON,
+    cpp_submission,
+    fake_trusted_builds,
+    in_kernel_sandbox,
+)
 
 pytestmark = pytest.mark.skipif(sandbox.problem() is not None, reason=str(sandbox.problem()))
 
@@ -240,3 +250,29 @@ def test_a_compiled_class_with_a_python_forward_is_refused_too():
     finally:
         del compiled.forward
     assert _before_the_judge(compiled) == [None] * len(CELLS)
+
+
+@pytest.mark.parametrize("writable", ["the machine cache", "the header's folder"])
+def test_a_header_planted_where_another_user_may_write_never_reaches_a_workspace(
+    tmp_path, monkeypatch, writable
+):
+    from autograder import cpp_pch
+
+    machine = tmp_path / "shared"
+    monkeypatch.setenv(cpp_cache.MACHINE_VARIABLE, str(machine))
+    planted = machine / cpp_pch.folder_name(libtorch.UNIT_HEAD)
+    planted.mkdir(parents=True)
+    (planted / cpp_pch.HEADER).write_text("\n".join(libtorch.UNIT_HEAD) + "\n")
+    (planted / f"{cpp_pch.HEADER}.gch").write_bytes(b"planted")
+    (planted / libtorch.FINISHED).write_text("")
+    (machine if writable == "the machine cache" else planted).chmod(0o777)  # as another user could
+    fake_trusted_builds(monkeypatch)
+
+    def header_of(workspace: Path) -> bytes:
+        header, _ = cpp_cache.prepare(cpp_cache.shared_cache(workspace))
+        return header.with_name(f"{cpp_pch.HEADER}.gch").read_bytes()
+
+    with monkeypatch.context() as patch:
+        patch.setattr(cpp_cache, "_private", lambda path: True)  # without the defence
+        assert header_of(tmp_path / "before") == b"planted"  # every build of the workspace would read it
+    assert header_of(tmp_path / "after") == b"made"

@@ -24,7 +24,11 @@ binding object that every build links (``autograder/cpp_binding.py``, ``binding-
 this step makes once each, from the course's own text and torch's headers only (nothing of a
 submission), before the first unit: the trusted builds and the kernels' own builds read them
 (a few seconds a module instead of 20 to 30 s). Kernels never make either in the shared cache (a
-kernel that finds no binding object there makes one in its private folder, for itself).
+kernel that finds no binding object there makes one in its private folder, for itself). Both
+depend on torch, the flags and the compiler only, never on the workspace: the grader makes each
+once per machine, in a cache of its own (``machine_cache``: yours alone, or it is not used), and
+links (or copies) it into each workspace's cache, so that a new workspace starts in a second
+instead of about 30 s.
 
 A kernel reads no other student's material there: the cache holds successful builds only, with no
 source, and kernels cannot list it (``UNLISTED``), so a kernel finds a build only by the hash of a
@@ -71,6 +75,7 @@ BUILD_LOG = "builds.log"
 PCH_LOG = "pch.log"  # when the precompiled header was made, or why it could not be
 BINDING_LOG = "binding.log"  # the same for the binding object
 FAILED_SUFFIX = ".failed"
+MACHINE_VARIABLE = "COURSE_GRADER_CPP_CACHE"  # the grader's cache of headers and binding objects
 CPP_LESSONS = frozenset(lesson for lesson, exercises in EXERCISES.items() if CPP_EXERCISES & set(exercises))
 
 
@@ -170,11 +175,10 @@ def trusted_pch(cache: Path) -> Path | None:
     """The precompiled header in ``cache``, made now by the grader if missing (trusted text only: the
     course's ``#include`` lines and the headers they name), or None where it cannot be made (the
     builds then read the headers: slower, the same code). A failure is remembered and logged."""
-    folder = cache / cpp_pch.folder_name(libtorch.UNIT_HEAD)
     return _trusted(
-        folder,
-        lambda: cpp_pch.finished([cache], libtorch.UNIT_HEAD, libtorch.FINISHED),
-        lambda: cpp_pch.build(folder, libtorch.UNIT_HEAD, libtorch.FINISHED, libtorch.compile_limit_s()),
+        cache / cpp_pch.folder_name(libtorch.UNIT_HEAD),
+        lambda root: cpp_pch.finished([root], libtorch.UNIT_HEAD, libtorch.FINISHED),
+        lambda into: cpp_pch.build(into, libtorch.UNIT_HEAD, libtorch.FINISHED, libtorch.compile_limit_s()),
         PCH_LOG,
     )
 
@@ -183,35 +187,96 @@ def trusted_binding(cache: Path) -> Path | None:
     """The binding object in ``cache``, made now by the grader if missing (trusted text only: the
     course's binding code and torch's headers), or None where it cannot be made (then nothing is
     prebuilt: each kernel builds privately). A failure is remembered and logged."""
-    folder = cache / cpp_binding.folder_name()
     return _trusted(
-        folder,
-        lambda: cpp_binding.finished([cache], libtorch.FINISHED),
-        lambda: cpp_binding.build(folder, libtorch.FINISHED, libtorch.compile_limit_s()),
+        cache / cpp_binding.folder_name(),
+        lambda root: cpp_binding.finished([root], libtorch.FINISHED),
+        lambda into: cpp_binding.build(into, libtorch.FINISHED, libtorch.compile_limit_s()),
         BINDING_LOG,
     )
 
 
 def _trusted(
-    folder: Path, find: Callable[[], Path | None], make: Callable[[], Path], log: str
+    folder: Path, find: Callable[[Path], Path | None], make: Callable[[Path], Path], log: str
 ) -> Path | None:
-    """A shared artefact of the grader's in ``folder``: the one ``find`` finds, else one ``make``
-    makes now (one grader at a time), else None; a failure is remembered, so it is tried once."""
-    kept = records(folder.parent)
+    """A shared artefact of the grader's in ``folder``: the one ``find`` finds in its cache, else one
+    taken from the machine's cache (``from_machine``: made there by ``make`` first if missing), one
+    grader at a time; else None. A failure is remembered, so that it is tried once."""
+    cache, kept = folder.parent, records(folder.parent)
     with _locked(kept / f"{folder.name}.lock"):
-        found = find()
+        found = find(cache)
         failed = kept / f"{folder.name}{FAILED_SUFFIX}"
         if found is not None or failed.is_file():
             return found
         began = time.perf_counter()
         try:
-            made = make()
+            how = from_machine(folder, find, make)
         except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
             failed.write_text(str(error))
             _log(kept, f"{folder.name} failed in {time.perf_counter() - began:.1f} s: {error}", log)
             return None
-        _log(kept, f"{folder.name} built in {time.perf_counter() - began:.1f} s", log)
-        return made
+        _log(kept, f"{folder.name} {how} in {time.perf_counter() - began:.1f} s", log)
+        return find(cache)
+
+
+def machine_cache() -> Path | None:
+    """The grader's cache on this machine of the precompiled headers and binding objects (the same
+    in every workspace): ``COURSE_GRADER_CPP_CACHE``, else ``transformer-course/grader`` in the user's
+    cache folder. None (each workspace makes its own) where it cannot be made, or where it is not
+    this user's alone: a folder that another user owns or may write could hold a planted header."""
+    try:
+        configured = os.environ.get(MACHINE_VARIABLE)
+        home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "transformer-course"
+        folder = Path(configured) if configured else home / "grader"
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except (OSError, RuntimeError):  # no home folder, a read-only one
+        return None
+    return folder if _private(folder) else None
+
+
+def _private(path: Path) -> bool:
+    """Whether ``path`` (not a link) is this user's and no one else may write it."""
+    try:
+        facts = path.lstat()
+    except OSError:
+        return False
+    return not path.is_symlink() and facts.st_uid == os.getuid() and not facts.st_mode & 0o022
+
+
+def from_machine(folder: Path, find: Callable[[Path], Path | None], make: Callable[[Path], Path]) -> str:
+    """Fill ``folder`` (missing) with the same folder of the machine's cache, made there by ``make``
+    if ``find`` finds none (one grader at a time), by hard links or else copies, through a staging
+    folder renamed into place; how: "built", or "linked from <cache>". Without a machine cache, or
+    where its folder is not this user's alone (``_private``) and cannot be removed, ``make`` makes
+    ``folder`` itself."""
+    machine = machine_cache()
+    if machine is None:
+        make(folder)
+        return "built"
+    source = machine / folder.name
+    with _locked(machine / f"{folder.name}.lock"):
+        usable = find(machine) is not None and all(_private(path) for path in (source, *source.iterdir()))
+        if not usable:
+            shutil.rmtree(source, ignore_errors=True)
+            if source.exists() or source.is_symlink():
+                make(folder)
+                return "built"
+            make(source)
+            # one header and one binding object per installation: those of an older torch go
+            cpp_pch.prune(machine, [cpp_pch.folder_name(libtorch.UNIT_HEAD), cpp_binding.folder_name()])
+        staging = folder.with_name(f".{folder.name}-{os.getpid()}")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir()
+        try:
+            for path in source.iterdir():
+                try:
+                    os.link(path, staging / path.name)
+                except OSError:  # another file system
+                    shutil.copy2(path, staging / path.name)
+            staging.chmod(0o755)
+            os.rename(staging, folder)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return "linked from " + str(machine) if usable else "built"
 
 
 @dataclass(frozen=True)
@@ -337,13 +402,15 @@ def install(library: Path, name: str, cache: Path) -> None:
 
 def clean(workspace: Path) -> int:
     """Remove the grader's C++ builds for ``workspace`` (the shared cache, the precompiled header,
-    the binding object, the records beside them); the bytes freed. Grading afterwards builds
-    again: run it between grading runs, not during one."""
+    the binding object, the records beside them); the bytes freed: a file also linked from the
+    machine's cache (``machine_cache``, which keeps one header and binding object) frees nothing.
+    Grading afterwards builds again: run it between grading runs, not during one."""
     cache = shared_cache(workspace)
     freed = 0
     for folder in (cache, records(cache)):
         if folder.is_dir():
-            freed += sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+            facts = [path.stat() for path in folder.rglob("*") if path.is_file() and not path.is_symlink()]
+            freed += sum(fact.st_size for fact in facts if fact.st_nlink == 1)
             shutil.rmtree(folder)
     return freed
 
