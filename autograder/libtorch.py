@@ -325,7 +325,8 @@ def build_commands(folder: Path, name: str, pch: Path | None, binding: Path) -> 
     pch_flags = cpp_pch.use_flags(pch) if pch is not None else []
     unit, objects = folder / "unit.cpp", folder / f"{name}.o"
     compile_unit = [compiler, f"-DTORCH_EXTENSION_NAME={name}", *cpp_pch.flags(), *EXTRA_CFLAGS, *pch_flags]
-    link = [compiler, str(objects), str(binding), "-shared", *cpp_pch.link_flags()]
+    instances = cpp_pch.linked(pch) if pch is not None else []  # after the objects that need them
+    link = [compiler, str(objects), str(binding), *instances, "-shared", *cpp_pch.link_flags()]
     return [[*compile_unit, "-c", str(unit), "-o", str(objects)], [*link, "-o", str(folder / f"{name}.so")]]
 
 

@@ -3,17 +3,22 @@ a cache that may be read-only (autograder/libtorch.py).
 
 One real compile fails here (a C++ error, about 15 s: the compiler reads torch's headers before it
 meets the error, here past a precompiled header that is not one), and one build is stopped by a
-limit of one second. Builds go to a temporary cache, with the binding object (about 40 s of CPU)
-made once for the file in a second one, as a grading kernel reads the grader's.
+limit of one second. Builds go to a temporary cache, with the binding object in a second one (the
+grader's, from the run's machine cache: ``cpp_cache.trusted_binding``), as a grading kernel reads
+the grader's. One learner's class derived from torch's ``LinearImpl`` is built twice, with the
+header's explicit instantiations and without them.
 """
 
 import os
 
 import pytest
+import torch
 
 from autograder import cpp_binding, cpp_pch, cpp_probe, libtorch
 from autograder.checks import CheckFailure
 from autograder.checks import libtorch as checks
+from autograder.cpp_probe import CppCrashed
+from autograder.engine import cpp_cache
 from tests.helpers import BROKEN_CPP
 
 
@@ -23,7 +28,8 @@ def binding_cache(tmp_path_factory):
     if libtorch.missing_tools():
         pytest.skip(libtorch.explain_missing(libtorch.missing_tools()))
     root = tmp_path_factory.mktemp("binding")
-    cpp_binding.build(root / cpp_binding.folder_name(), libtorch.FINISHED, libtorch.compile_limit_s())
+    cpp_cache.records(root).mkdir()
+    assert cpp_cache.trusted_binding(root) is not None  # the grader's, from the machine's cache
     return root
 
 
@@ -217,3 +223,77 @@ def test_a_build_is_published_whole_and_a_second_builder_of_the_same_unit_keeps_
     (staging / "course_y.so").write_text("whole")
     (staging / libtorch.FINISHED).write_text("unit")
     assert libtorch.published(staging, interrupted, "course_y").read_text() == "whole"
+
+
+DERIVED_CPP = r"""
+struct Wider : torch::nn::LinearImpl {  // the learner's own class, derived from torch's module
+  using LinearImpl::LinearImpl;
+};
+
+struct EmbeddingImpl : torch::nn::Module {
+  EmbeddingImpl(int64_t vocab_size, int64_t d_model) {
+    lut = register_module("lut", torch::nn::Embedding(vocab_size, d_model));
+    wider = register_module("wider", std::make_shared<Wider>(d_model, d_model));
+  }
+  torch::Tensor forward(torch::Tensor tokens) { return wider->forward(lut(tokens)); }
+  torch::nn::Embedding lut{nullptr};
+  std::shared_ptr<Wider> wider;
+};
+"""
+
+
+def test_a_class_derived_from_torchs_module_links_the_instantiations_the_header_declares_extern(
+    tmp_path, monkeypatch
+):
+    assert cpp_pch.listed_instances(), "for another torch: python -m autograder.authoring.torch_instances"
+    shared = tmp_path / "shared"
+    header, _ = cpp_cache.prepare(shared)
+    assert header is not None and "extern template class torch::nn::Cloneable<" in header.read_text()
+    assert cpp_pch.linked(header) == [str(header.with_name(cpp_pch.INSTANCES))]
+    monkeypatch.setenv(libtorch.CACHE_VARIABLE, f"{tmp_path / 'without'}{os.pathsep}{shared}")
+    with monkeypatch.context() as patch:
+        patch.setattr(cpp_pch, "linked", lambda header: [])  # the archive left out of the link
+        unbuilt = libtorch.compile_module("Embedding", DERIVED_CPP)  # stands for the failed build
+        with pytest.raises(CppCrashed, match="could not be tried(.|\n)*undefined symbol.*Cloneable"):
+            unbuilt(10, 4)
+    monkeypatch.setenv(libtorch.CACHE_VARIABLE, f"{tmp_path / 'with'}{os.pathsep}{shared}")
+    embedding = libtorch.compile_module("Embedding", DERIVED_CPP)(10, 4)
+    assert embedding(torch.tensor([[1, 2]])).shape == (1, 2, 4)
+
+
+def test_a_list_that_does_not_fit_this_torch_gives_a_plain_header_and_no_archive(tmp_path, monkeypatch):
+    written = []
+
+    def precompile(folder, head, extern, limit_s):
+        if extern:
+            raise RuntimeError("error: no member named 'GoneImpl' in namespace 'torch::nn'")
+        written.append(list(extern))
+        (folder / cpp_pch.HEADER).write_text(cpp_pch.text(head, extern))
+        (folder / f"{cpp_pch.HEADER}.gch").write_bytes(b"gch")
+
+    monkeypatch.setattr(cpp_pch, "listed_instances", lambda: ["torch::nn::Cloneable<torch::nn::GoneImpl>"])
+    monkeypatch.setattr(cpp_pch, "_precompile", precompile)
+    header = cpp_pch.build(tmp_path / "pch", libtorch.UNIT_HEAD, libtorch.FINISHED, 60)
+    assert written == [[]] and header.read_text() == "\n".join(libtorch.UNIT_HEAD) + "\n"
+    assert cpp_pch.linked(header) == [] and not header.with_name(cpp_pch.INSTANCES).exists()
+    monkeypatch.undo()  # the real listed_instances, reading a list of the test's
+    listed = tmp_path / "torch_instances.txt"
+    monkeypatch.setattr(cpp_pch, "INSTANCES_LIST", listed)
+    listed.write_text("# torch 1.0.0\ntorch::nn::Cloneable<torch::nn::LinearImpl>\n")
+    assert cpp_pch.listed_instances() == []  # a list for another version is not read
+    listed.write_text(f"# torch {cpp_pch.torch_release()}\ntorch::nn::Cloneable<torch::nn::LinearImpl>\n")
+    assert cpp_pch.listed_instances() == ["torch::nn::Cloneable<torch::nn::LinearImpl>"]
+
+
+def test_the_list_of_instances_keeps_torchs_class_templates_only():
+    from autograder.authoring.torch_instances import class_of
+
+    assert (
+        class_of("torch::nn::Cloneable<torch::nn::LinearImpl>::clone")
+        == "torch::nn::Cloneable<torch::nn::LinearImpl>"
+    )
+    assert class_of("c10::SingleElementType<c10::TypeKind::ListType, c10::ListType>::equals") == (
+        "c10::SingleElementType<c10::TypeKind::ListType, c10::ListType>"
+    )
+    assert class_of("torch::nn::Module::register_module<torch::nn::EmbeddingImpl>") is None  # not a template
+    assert class_of("std::vector<at::Tensor>::push_back") is None  # not torch's

@@ -56,7 +56,7 @@ import nbformat
 
 from autograder import cpp_binding, cpp_pch, libtorch
 from autograder.engine.flags import CPP_EXERCISES, cpp_cell
-from autograder.engine.kernels.environment import kernel_environment
+from autograder.engine.kernels.environment import GRADER_CPP_CACHE_VARIABLE, kernel_environment
 from autograder.engine.kernels.sandbox import (
     Limits,
     SandboxSpec,
@@ -75,7 +75,7 @@ BUILD_LOG = "builds.log"
 PCH_LOG = "pch.log"  # when the precompiled header was made, or why it could not be
 BINDING_LOG = "binding.log"  # the same for the binding object
 FAILED_SUFFIX = ".failed"
-MACHINE_VARIABLE = "COURSE_GRADER_CPP_CACHE"  # the grader's cache of headers and binding objects
+MACHINE_VARIABLE = GRADER_CPP_CACHE_VARIABLE  # the grader's cache of headers and binding objects
 CPP_LESSONS = frozenset(lesson for lesson, exercises in EXERCISES.items() if CPP_EXERCISES & set(exercises))
 
 

@@ -27,6 +27,8 @@ KERNEL_VARIABLES = frozenset(
 KERNEL_PREFIXES = ("LC_", "COURSE_", "JPY_")
 KERNEL_SUFFIXES = ("_NUM_THREADS",)
 CPP_CACHE_VARIABLE, CPP_CACHE_IN_SANDBOX = "COURSE_CPP_CACHE", "/tmp/course-cpp"  # autograder/libtorch.py
+# the grader's own, never a kernel's: where the grader keeps its C++ header (autograder/engine/cpp_cache.py)
+GRADER_CPP_CACHE_VARIABLE = "COURSE_GRADER_CPP_CACHE"
 
 
 def kernel_environment(environment: Mapping[str, str], shared_cpp_cache: str = "") -> dict[str, str]:
@@ -36,7 +38,8 @@ def kernel_environment(environment: Mapping[str, str], shared_cpp_cache: str = "
     kept = {
         name: value
         for name, value in environment.items()
-        if name in KERNEL_VARIABLES or name.startswith(KERNEL_PREFIXES) or name.endswith(KERNEL_SUFFIXES)
+        if (name in KERNEL_VARIABLES or name.startswith(KERNEL_PREFIXES) or name.endswith(KERNEL_SUFFIXES))
+        and name != GRADER_CPP_CACHE_VARIABLE
     }
     # lesson 12 builds C++ in the sandbox's private /tmp (swept between notebooks), never in a
     # folder another kernel could see, nor in the small hidden home folder; finished builds are
