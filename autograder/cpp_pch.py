@@ -47,6 +47,7 @@ HEADER = "course_torch.h"  # the compiler reads course_torch.h.gch beside it
 INSTANCES = "libcourse_instances.a"  # beside it: the explicit instantiations it declares extern
 INSTANCES_LIST = Path(__file__).with_name("torch_instances.txt")
 INSTANCES_VERSION_PREFIX = "torch "  # the list's first line: "# torch <the version it is for>"
+MACHINE_VARIABLE = "COURSE_GRADER_CPP_CACHE"  # the grader's cache of headers and binding objects
 COMPILER_VARIABLE = "COURSE_CXX"
 MADE_FOR = "made-for"  # in each folder: the Python installation (sys.prefix) whose build made it
 PREFIXES = ("pch-", "binding-")  # the folders of a cache that hold no learner's build
@@ -261,6 +262,32 @@ def for_build(
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
         print(f"(building without the precompiled header: {error})", flush=True)
         return None
+
+
+def machine_cache(make: bool = False) -> Path | None:
+    """The grader's cache on this machine of the precompiled headers and binding objects (the same
+    in every workspace): ``COURSE_GRADER_CPP_CACHE``, else ``transformer-course/grader`` in the user's
+    cache folder; made here with ``make`` (the grader), else only read where it exists (a learner's
+    builds on the grader's machine). None where it is missing or cannot be made, or where it is
+    not this user's alone: a folder that another user owns or may write could hold a planted header."""
+    try:
+        configured = os.environ.get(MACHINE_VARIABLE)
+        home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "transformer-course"
+        folder = Path(configured) if configured else home / "grader"
+        if make:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except (OSError, RuntimeError):  # no home folder, a read-only one
+        return None
+    return folder if private(folder) else None
+
+
+def private(path: Path) -> bool:
+    """Whether ``path`` (not a link) is this user's and no one else may write it."""
+    try:
+        facts = path.lstat()
+    except OSError:
+        return False
+    return not path.is_symlink() and facts.st_uid == os.getuid() and not facts.st_mode & 0o022
 
 
 def record(folder: Path) -> None:

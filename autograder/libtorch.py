@@ -259,10 +259,13 @@ def _built(folder: Path, name: str, unit: str, parts: list[Part], verbose: bool)
     """``build_library``'s work in the staging ``folder``; the folder, finished."""
     made_here = not os.environ.get(CACHE_VARIABLE)  # a learner's machine; never a grading kernel
     limit, labels = compile_limit_s(), ", ".join(part.label for part in parts)
-    new_header = made_here and cpp_pch.finished(cache_roots(), UNIT_HEAD, FINISHED) is None
+    # on a machine that grades too, a learner's build also reads the grader's header and binding
+    grader = [folder for folder in [cpp_pch.machine_cache()] if folder is not None and made_here]
+    roots = [*cache_roots(), *grader]
+    new_header = made_here and cpp_pch.finished(roots, UNIT_HEAD, FINISHED) is None
     with ThreadPoolExecutor(1) as pool:  # a first build makes both at once, on two cores
-        made = pool.submit(cpp_binding.for_build, cache_roots(), FINISHED, limit)
-        pch = cpp_pch.for_build(cache_roots(), UNIT_HEAD, FINISHED, limit, made_here)
+        made = pool.submit(cpp_binding.for_build, roots, FINISHED, limit)
+        pch = cpp_pch.for_build(roots, UNIT_HEAD, FINISHED, limit, made_here)
     try:
         binding = made.result()
     except subprocess.TimeoutExpired as error:

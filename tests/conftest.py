@@ -24,9 +24,10 @@ def graded_hostile_class(tmp_path_factory: pytest.TempPathFactory, request: pyte
 @pytest.fixture(scope="session", autouse=True)
 def grader_cpp_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The grader's machine cache of lesson 12's precompiled header and binding object
-    (``cpp_cache.machine_cache``) for this run, shared by its workers, never the user's own: the
-    suite makes them once, as a machine does, and a second run starts without them, as CI does."""
-    from autograder.engine.cpp_cache import MACHINE_VARIABLE
+    (``cpp_pch.machine_cache``) for this run, shared by its workers, never the user's own: the
+    suite makes them once, as a machine that grades does (its learners' builds read them too),
+    and a second run starts without them, as CI does."""
+    from autograder.cpp_pch import MACHINE_VARIABLE
 
     base = tmp_path_factory.getbasetemp()
     folder = str((base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "grader-cpp")

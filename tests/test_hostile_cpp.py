@@ -9,7 +9,7 @@ laid out as it was before) and then failing with it:
   the build log naming each student's folder, the lock files naming each unit;
 - stubs left in place and ``CppEmbedding = Embedding`` (the Python class) in a cell added below:
   full marks before the checks and before the judge, and no flag;
-- a precompiled header planted in the grader's machine cache (``cpp_cache.machine_cache``) where
+- a precompiled header planted in the grader's machine cache (``cpp_pch.machine_cache``) where
   another user may write it (a shared folder named by ``COURSE_GRADER_CPP_CACHE``), or in a folder
   of it that another may write: every later workspace would link it, and every build read it.
 
@@ -273,6 +273,6 @@ def test_a_header_planted_where_another_user_may_write_never_reaches_a_workspace
         return header.with_name(f"{cpp_pch.HEADER}.gch").read_bytes()
 
     with monkeypatch.context() as patch:
-        patch.setattr(cpp_cache, "_private", lambda path: True)  # without the defence
+        patch.setattr(cpp_pch, "private", lambda path: True)  # without the defence
         assert header_of(tmp_path / "before") == b"planted"  # every build of the workspace would read it
     assert header_of(tmp_path / "after") == b"made"

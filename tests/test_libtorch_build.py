@@ -19,6 +19,7 @@ from autograder.checks import CheckFailure
 from autograder.checks import libtorch as checks
 from autograder.cpp_probe import CppCrashed
 from autograder.engine import cpp_cache
+from solutions.libtorch import CppEmbedding
 from tests.helpers import BROKEN_CPP
 
 
@@ -297,3 +298,20 @@ def test_the_list_of_instances_keeps_torchs_class_templates_only():
     )
     assert class_of("torch::nn::Module::register_module<torch::nn::EmbeddingImpl>") is None  # not a template
     assert class_of("std::vector<at::Tensor>::push_back") is None  # not torch's
+
+
+def test_a_learners_build_on_a_machine_that_grades_reads_the_graders_header_and_makes_none(
+    tmp_path, monkeypatch, capsys
+):
+    header, binding = cpp_cache.prepare(tmp_path / "workspace" / cpp_cache.SHARED_FOLDER)
+    machine = cpp_pch.machine_cache()
+    assert machine is not None and header.samefile(machine / header.parent.name / header.name)
+    monkeypatch.delenv(libtorch.CACHE_VARIABLE, raising=False)  # a learner's notebook
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "learner"))  # where torch puts its builds
+    learner = libtorch.cache_roots()[0]
+    source = CppEmbedding.source + f"\n// {tmp_path.name}\n"  # a unit this process has not imported
+    embedding = libtorch.compile_module("Embedding", source)(10, 4)
+    assert embedding(torch.tensor([[1, 2]])).shape == (1, 2, 4)
+    unit = libtorch.translation_unit([libtorch.cell_part("Embedding", source)])
+    assert sorted(os.listdir(learner)) == [libtorch.build_name(unit)]  # no header, no binding object
+    assert "precompiles torch's headers" not in capsys.readouterr().out

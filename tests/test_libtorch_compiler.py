@@ -113,6 +113,7 @@ def test_a_learners_new_header_removes_only_what_this_installation_cannot_use(tm
 
 def test_only_a_learners_first_build_prunes_their_cache(tmp_path, monkeypatch):
     cache = tmp_path / "cache"
+    monkeypatch.setenv(cpp_pch.MACHINE_VARIABLE, str(tmp_path / "none"))  # a machine that grades nothing
     old = made(cache, "pch-older-torch", sys.prefix)
     binding = made(cache, cpp_binding.folder_name(), sys.prefix)
     monkeypatch.setattr(libtorch, "cache_roots", lambda: [cache])

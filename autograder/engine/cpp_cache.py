@@ -26,7 +26,7 @@ submission), before the first unit: the trusted builds and the kernels' own buil
 (a few seconds a module instead of 20 to 30 s). Kernels never make either in the shared cache (a
 kernel that finds no binding object there makes one in its private folder, for itself). Both
 depend on torch, the flags and the compiler only, never on the workspace: the grader makes each
-once per machine, in a cache of its own (``machine_cache``: yours alone, or it is not used), and
+once per machine, in a cache of its own (``cpp_pch.machine_cache``: yours alone, or it is not used), and
 links (or copies) it into each workspace's cache, so that a new workspace starts in a second
 instead of about 30 s.
 
@@ -56,7 +56,7 @@ import nbformat
 
 from autograder import cpp_binding, cpp_pch, libtorch
 from autograder.engine.flags import CPP_EXERCISES, cpp_cell
-from autograder.engine.kernels.environment import GRADER_CPP_CACHE_VARIABLE, kernel_environment
+from autograder.engine.kernels.environment import kernel_environment
 from autograder.engine.kernels.sandbox import (
     Limits,
     SandboxSpec,
@@ -75,7 +75,7 @@ BUILD_LOG = "builds.log"
 PCH_LOG = "pch.log"  # when the precompiled header was made, or why it could not be
 BINDING_LOG = "binding.log"  # the same for the binding object
 FAILED_SUFFIX = ".failed"
-MACHINE_VARIABLE = GRADER_CPP_CACHE_VARIABLE  # the grader's cache of headers and binding objects
+MACHINE_VARIABLE = cpp_pch.MACHINE_VARIABLE  # the grader's cache of headers and binding objects
 CPP_LESSONS = frozenset(lesson for lesson, exercises in EXERCISES.items() if CPP_EXERCISES & set(exercises))
 
 
@@ -218,43 +218,20 @@ def _trusted(
         return find(cache)
 
 
-def machine_cache() -> Path | None:
-    """The grader's cache on this machine of the precompiled headers and binding objects (the same
-    in every workspace): ``COURSE_GRADER_CPP_CACHE``, else ``transformer-course/grader`` in the user's
-    cache folder. None (each workspace makes its own) where it cannot be made, or where it is not
-    this user's alone: a folder that another user owns or may write could hold a planted header."""
-    try:
-        configured = os.environ.get(MACHINE_VARIABLE)
-        home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "transformer-course"
-        folder = Path(configured) if configured else home / "grader"
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except (OSError, RuntimeError):  # no home folder, a read-only one
-        return None
-    return folder if _private(folder) else None
-
-
-def _private(path: Path) -> bool:
-    """Whether ``path`` (not a link) is this user's and no one else may write it."""
-    try:
-        facts = path.lstat()
-    except OSError:
-        return False
-    return not path.is_symlink() and facts.st_uid == os.getuid() and not facts.st_mode & 0o022
-
-
 def from_machine(folder: Path, find: Callable[[Path], Path | None], make: Callable[[Path], Path]) -> str:
     """Fill ``folder`` (missing) with the same folder of the machine's cache, made there by ``make``
     if ``find`` finds none (one grader at a time), by hard links or else copies, through a staging
     folder renamed into place; how: "built", or "linked from <cache>". Without a machine cache, or
-    where its folder is not this user's alone (``_private``) and cannot be removed, ``make`` makes
+    where its folder is not this user's alone (``cpp_pch.private``) and cannot be removed, ``make`` makes
     ``folder`` itself."""
-    machine = machine_cache()
+    machine = cpp_pch.machine_cache(make=True)
     if machine is None:
         make(folder)
         return "built"
     source = machine / folder.name
     with _locked(machine / f"{folder.name}.lock"):
-        usable = find(machine) is not None and all(_private(path) for path in (source, *source.iterdir()))
+        found = find(machine) is not None
+        usable = found and all(cpp_pch.private(path) for path in (source, *source.iterdir()))
         if not usable:
             shutil.rmtree(source, ignore_errors=True)
             if source.exists() or source.is_symlink():
@@ -403,7 +380,7 @@ def install(library: Path, name: str, cache: Path) -> None:
 def clean(workspace: Path) -> int:
     """Remove the grader's C++ builds for ``workspace`` (the shared cache, the precompiled header,
     the binding object, the records beside them); the bytes freed: a file also linked from the
-    machine's cache (``machine_cache``, which keeps one header and binding object) frees nothing.
+    machine's cache (``cpp_pch.machine_cache``, which keeps one header and binding object) frees nothing.
     Grading afterwards builds again: run it between grading runs, not during one."""
     cache = shared_cache(workspace)
     freed = 0

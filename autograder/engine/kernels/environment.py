@@ -27,7 +27,7 @@ KERNEL_VARIABLES = frozenset(
 KERNEL_PREFIXES = ("LC_", "COURSE_", "JPY_")
 KERNEL_SUFFIXES = ("_NUM_THREADS",)
 CPP_CACHE_VARIABLE, CPP_CACHE_IN_SANDBOX = "COURSE_CPP_CACHE", "/tmp/course-cpp"  # autograder/libtorch.py
-# the grader's own, never a kernel's: where the grader keeps its C++ header (autograder/engine/cpp_cache.py)
+# the grader's own, never a kernel's: where the grader keeps its C++ header (autograder/cpp_pch.py)
 GRADER_CPP_CACHE_VARIABLE = "COURSE_GRADER_CPP_CACHE"
 
 
