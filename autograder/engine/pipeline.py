@@ -149,7 +149,7 @@ class Pipeline:
                 made = "made" if binding is not None else "not made (each kernel builds its own)"
                 self.log(
                     f"  the grader's C++ header and binding object {made} in "
-                    f"{time.perf_counter() - began:.1f} s (once per workspace)"
+                    f"{time.perf_counter() - began:.1f} s (once per machine, then linked into each workspace)"
                 )
 
     def _intake(self) -> intake.Intake:
