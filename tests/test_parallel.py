@@ -8,12 +8,17 @@ every test cell must get the same score and print the same (but for the fresh se
 hidden tests draw and name).
 """
 
+import atexit
+import multiprocessing
+import multiprocessing.util
 import os
 import re
 import shutil
 import signal
 import threading
 import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -135,3 +140,20 @@ def test_dask_cluster_loses_no_submission_when_a_worker_dies(tmp_path, inbox, se
 def test_the_submissions_that_build_cpp_go_to_the_workers_first():
     pairs = [Key(student, lesson) for lesson in ("01_embedding", "12_libtorch") for student in ("ada", "ben")]
     assert parallel.longest_first(pairs) == [pairs[2], pairs[3], pairs[0], pairs[1]]
+
+
+def _mark_the_exit(folder: str) -> None:
+    """In a worker: a file made by a finalizer of multiprocessing's (as the zygote's end is), and
+    one by the interpreter's own exit."""
+    multiprocessing.util.Finalize(None, Path(folder, "finalizer").touch, exitpriority=0)
+    atexit.register(Path(folder, "teardown").touch)
+
+
+def test_a_worker_runs_its_finalizers_then_leaves_without_the_interpreters_teardown(tmp_path):
+    """The zygote's end (a finalizer) still runs; the second of tearing down torch's modules does not."""
+    with ProcessPoolExecutor(
+        1, mp_context=multiprocessing.get_context("spawn"), initializer=parallel._start_worker, initargs=(1,)
+    ) as pool:
+        pool.submit(_mark_the_exit, str(tmp_path)).result()
+    assert (tmp_path / "finalizer").exists()
+    assert not (tmp_path / "teardown").exists()

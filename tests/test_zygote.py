@@ -15,6 +15,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
+from nbclient.util import run_sync
 from nbformat.v4 import new_code_cell, new_notebook
 from traitlets.config import Config
 
@@ -181,6 +182,21 @@ def test_when_the_zygote_dies_the_next_notebook_gets_a_fresh_one(workspace):
         _run(_folder(workspace, "eve"), leave, "after = 1", config=config, on_cell_executed=kill_the_zygote)
     find = "import os, torch\nprint(os.path.exists('/tmp/left'), hasattr(torch, 'leak'))"
     assert _printed(_run(_folder(workspace, "bob"), find, config=config)) == ["False False"]
+
+
+def test_a_killed_warm_kernel_is_collected_before_the_kill_returns(workspace):
+    """jupyter_client then finds it ended at its first look, where it would sleep 0.1 s."""
+    client = NotebookClient(
+        new_notebook(),
+        kernel_manager_class=zygote.WarmKernelManager,
+        config=_settings(workspace),
+        kernel_name="python3",
+        resources={"metadata": {"path": str(_folder(workspace, "ada"))}},
+    )
+    with client.setup_kernel():
+        provisioner = client.km.provisioner
+        run_sync(provisioner.kill)()
+        assert run_sync(provisioner.poll)() == -signal.SIGKILL
 
 
 def test_a_warm_kernel_keeps_its_memory_and_cpu_limits(workspace):

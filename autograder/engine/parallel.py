@@ -13,7 +13,9 @@ cannot be graded at all is recorded here as failed, so that no earlier verdict o
 """
 
 import multiprocessing
+import multiprocessing.util
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -27,6 +29,7 @@ from autograder.engine.workspace import Key
 # One submission at a time per process (a process has one zygote, autograder/engine/kernels/zygote.py), even
 # on a Dask worker that runs several tasks at once in threads: start those with --nthreads 1.
 _ONE_AT_A_TIME = threading.Lock()
+LAST = -100  # a finalizer's priority below any of multiprocessing's or ours: it runs after them
 
 
 def grade_task(setup: Setup, lesson: str, student: str) -> Graded:
@@ -37,11 +40,22 @@ def grade_task(setup: Setup, lesson: str, student: str) -> Graded:
 
 def _start_worker(threads: int) -> None:
     """A worker's kernels and judge share the cores with the other workers': the kernels read
-    the variable when they import torch; this process imported it already (to unpickle this)."""
+    the variable when they import torch; this process imported it already (to unpickle this).
+    The worker leaves as soon as multiprocessing's finalizers have run (``_leave``)."""
     import torch
 
     os.environ["OMP_NUM_THREADS"] = str(threads)
     torch.set_num_threads(threads)
+    multiprocessing.util.Finalize(None, _leave, exitpriority=LAST)
+
+
+def _leave() -> None:
+    """End a worker once its finalizers ran (its zygote's end among them: autograder/engine/kernels/zygote.py)
+    and its results were sent, skipping the interpreter's teardown of torch's, nbgrader's and
+    their imports' modules: over a second a worker, waited for at the end of every class graded."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(0)
 
 
 def _lost(setup: Setup, lesson: str, student: str, how: str) -> Graded:
