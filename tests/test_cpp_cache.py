@@ -12,6 +12,7 @@ bound read-only, a private /tmp) and the same environment (``kernel_environment`
 
 import json
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from autograder.engine import cpp_cache
 from autograder.engine.kernels import sandbox
 from autograder.engine.kernels.environment import CPP_CACHE_IN_SANDBOX
 from autograder.engine.kernels.sandbox import Limits
-from solutions.libtorch import CppEmbedding
+from solutions.libtorch import CppEmbedding, CppPositionwiseFeedForward
 from tests.helpers import CPP_CELL_LIMIT_S, CPP_LESSON, cpp_submission, fake_trusted_builds, in_kernel_sandbox
 
 pytestmark = pytest.mark.skipif(sandbox.problem() is not None, reason=str(sandbox.problem()))
@@ -317,3 +318,35 @@ def test_a_second_workspace_links_the_machines_header_and_binding_object_instead
     # cleaning a workspace frees none of the bytes it shares with the machine's cache
     assert cpp_cache.clean(tmp_path / "second") < 2**20 and not second.exists()
     assert (machine / header.parent.name / f"{cpp_pch.HEADER}.gch").stat().st_size == 2**20
+
+
+def test_a_grader_builds_its_own_unit_while_another_builds_the_unit_they_share(tmp_path, monkeypatch):
+    """Two graders whose submissions share a unit: the one that finds it being built builds its
+    other unit meanwhile instead of waiting idle, then finds the shared one finished."""
+    monkeypatch.setenv(cpp_cache.MACHINE_VARIABLE, str(tmp_path / "machine"))
+    fake_trusted_builds(monkeypatch)
+    monkeypatch.setattr(libtorch, "missing_tools", list)  # no compiler runs: any machine will do
+    built, own_built = [], threading.Event()
+
+    def build_trusted(name, unit, cache, *_):
+        (cache / name).mkdir(parents=True)
+        (cache / name / libtorch.FINISHED).write_text("")
+        built.append(name)
+        own_built.set()
+
+    monkeypatch.setattr(cpp_cache, "build_trusted", build_trusted)
+    cells = (CppEmbedding.cell("CppEmbedding"), CppPositionwiseFeedForward.cell("CppPositionwiseFeedForward"))
+    folder = cpp_submission(tmp_path / "ada" / CPP_LESSON, "import torch", *cells)
+    shared, own = cpp_cache.submission_units(folder)
+    cache = cpp_cache.shared_cache(tmp_path / "workspace")
+    cpp_cache.prepare(cache)
+    runs = []
+    with cpp_cache._locked(cpp_cache.records(cache) / f"{shared}.lock"):  # another grader builds it
+        grader = threading.Thread(
+            target=lambda: runs.append(cpp_cache.prebuild(folder, CPP_LESSON, cache, Limits(), 60))
+        )
+        grader.start()
+        assert own_built.wait(timeout=60) and built == [own]  # while the other holds the shared unit
+        build_trusted(shared, "", cache)  # the other grader's build, finished
+    grader.join()
+    assert built == [own, shared] and runs[0].built == [own] and runs[0].found == [shared]

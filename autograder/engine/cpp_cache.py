@@ -135,28 +135,53 @@ def prebuild(
     _, binding = prepare(cache)
     if binding is None:  # the kernels build privately, and say why if they cannot either
         return done
+    build = functools.partial(_prebuild_unit, done, folder, cache, binding, limits, hidden, cell_limit_s)
+    busy = []  # units another grader is building: the others are built meanwhile, then these found
     for name, unit in units.items():
-        with _locked(kept / f"{name}.lock"):  # parallel graders build each unit once
-            if (cache / name / libtorch.FINISHED).is_file():
-                done.found.append(name)
-                continue
-            if (kept / f"{name}{FAILED_SUFFIX}").is_file():
-                done.failed[name] = (kept / f"{name}{FAILED_SUFFIX}").read_text()
-                continue
-            began = time.perf_counter()
-            failure = build_trusted(
-                name, unit, cache, binding, limits, hidden, min(libtorch.compile_limit_s(), cell_limit_s)
-            )
-            seconds = time.perf_counter() - began
-            if failure is None:
-                done.built.append(name)
+        with _locked(kept / f"{name}.lock", wait=False) as held:  # parallel graders build each unit once
+            if held:
+                build(name, unit)
             else:
-                done.failed[name] = failure.why
-                if failure.final:  # a compile error: the same unit fails the same way for anyone
-                    (kept / f"{name}{FAILED_SUFFIX}").write_text(failure.why)
-            _log(kept, f"{name} {'built' if failure is None else 'failed'} in {seconds:.1f} s for {folder}")
+                busy.append((name, unit))
+    for name, unit in busy:
+        with _locked(kept / f"{name}.lock"):
+            build(name, unit)
     done.seconds = time.perf_counter() - start
     return done
+
+
+def _prebuild_unit(
+    done: Prebuilt,
+    folder: Path,
+    cache: Path,
+    binding: Path,
+    limits: Limits,
+    hidden: tuple[Path, ...],
+    cell_limit_s: float,
+    name: str,
+    unit: str,
+) -> None:
+    """``prebuild`` for one unit, its lock held: found finished, failed before, or built now (as
+    ``done`` notes)."""
+    kept = records(cache)
+    if (cache / name / libtorch.FINISHED).is_file():
+        done.found.append(name)
+        return
+    if (kept / f"{name}{FAILED_SUFFIX}").is_file():
+        done.failed[name] = (kept / f"{name}{FAILED_SUFFIX}").read_text()
+        return
+    began = time.perf_counter()
+    failure = build_trusted(
+        name, unit, cache, binding, limits, hidden, min(libtorch.compile_limit_s(), cell_limit_s)
+    )
+    seconds = time.perf_counter() - began
+    if failure is None:
+        done.built.append(name)
+    else:
+        done.failed[name] = failure.why
+        if failure.final:  # a compile error: the same unit fails the same way for anyone
+            (kept / f"{name}{FAILED_SUFFIX}").write_text(failure.why)
+    _log(kept, f"{name} {'built' if failure is None else 'failed'} in {seconds:.1f} s for {folder}")
 
 
 def prepare(cache: Path) -> tuple[Path | None, Path | None]:
@@ -405,11 +430,16 @@ def _log(kept: Path, line: str, log_name: str = BUILD_LOG) -> None:
 
 
 @contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` (a file, made if missing) for the block."""
+def _locked(path: Path, wait: bool = True) -> Iterator[bool]:
+    """Hold an exclusive lock on ``path`` (a file, made if missing) for the block; with ``wait``
+    false, the block runs at once and is told whether it holds the lock (False: another has it)."""
     with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
         try:
-            yield
+            fcntl.flock(handle, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
