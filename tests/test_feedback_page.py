@@ -3,6 +3,7 @@
 
 import re
 
+import jinja2
 import nbformat
 import pytest
 from bs4 import BeautifulSoup
@@ -92,6 +93,26 @@ def test_generated_feedback_is_offline(tmp_path):
     assert '<td style="text-align:right"><mjx-container' in html
     style = soup.find("style", id=STYLE_ID).get_text()
     assert '"Noto Sans CJK SC"' in style and "border: 1px solid" in style
+
+
+def test_a_second_page_compiles_no_template_and_is_the_same(tmp_path, monkeypatch):
+    """nbgrader makes an exporter per page: the templates the first compiled are reused by the next."""
+    compiled = []
+    compile_template = jinja2.Environment.compile
+    monkeypatch.setattr(
+        jinja2.Environment,
+        "compile",
+        lambda self, *a, **k: compiled.append(1) or compile_template(self, *a, **k),
+    )
+    nb = v4.new_notebook(cells=[v4.new_markdown_cell("Scores $QK^\\top$.")])
+    grades = {"notebook": "costs", "score": 1.0, "max_score": 2.0, "late_penalty": 0.0}
+    converter = GenerateFeedback(coursedir=CourseDirectory(root=str(tmp_path)), config=offline_feedback())
+    pages = []
+    for _ in range(2):
+        compiled.clear()
+        exporter = converter.exporter_class(parent=converter, config=converter.config)
+        pages.append(exporter.from_notebook_node(nb, resources={"nbgrader": grades})[0])
+    assert compiled == [] and pages[0] == pages[1] and "costs (Score: 1.0 / 2.0)" in pages[1]
 
 
 PAGE = r"""<!DOCTYPE html>
