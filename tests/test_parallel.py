@@ -152,7 +152,7 @@ def _mark_the_exit(folder: str) -> None:
 def test_a_worker_runs_its_finalizers_then_leaves_without_the_interpreters_teardown(tmp_path):
     """The zygote's end (a finalizer) still runs; the second of tearing down torch's modules does not."""
     with ProcessPoolExecutor(
-        1, mp_context=multiprocessing.get_context("spawn"), initializer=parallel._start_worker, initargs=(1,)
+        1, mp_context=multiprocessing.get_context("spawn"), initializer=parallel.start_worker, initargs=(1,)
     ) as pool:
         pool.submit(_mark_the_exit, str(tmp_path)).result()
     assert (tmp_path / "finalizer").exists()

@@ -138,13 +138,13 @@ def prebuild(
     build = functools.partial(_prebuild_unit, done, folder, cache, binding, limits, hidden, cell_limit_s)
     busy = []  # units another grader is building: the others are built meanwhile, then these found
     for name, unit in units.items():
-        with _locked(kept / f"{name}.lock", wait=False) as held:  # parallel graders build each unit once
+        with locked(kept / f"{name}.lock", wait=False) as held:  # parallel graders build each unit once
             if held:
                 build(name, unit)
             else:
                 busy.append((name, unit))
     for name, unit in busy:
-        with _locked(kept / f"{name}.lock"):
+        with locked(kept / f"{name}.lock"):
             build(name, unit)
     done.seconds = time.perf_counter() - start
     return done
@@ -227,7 +227,7 @@ def _trusted(
     taken from the machine's cache (``from_machine``: made there by ``make`` first if missing), one
     grader at a time; else None. A failure is remembered, so that it is tried once."""
     cache, kept = folder.parent, records(folder.parent)
-    with _locked(kept / f"{folder.name}.lock"):
+    with locked(kept / f"{folder.name}.lock"):
         found = find(cache)
         failed = kept / f"{folder.name}{FAILED_SUFFIX}"
         if found is not None or failed.is_file():
@@ -254,7 +254,7 @@ def from_machine(folder: Path, find: Callable[[Path], Path | None], make: Callab
         make(folder)
         return "built"
     source = machine / folder.name
-    with _locked(machine / f"{folder.name}.lock"):
+    with locked(machine / f"{folder.name}.lock"):
         found = find(machine) is not None
         usable = found and all(cpp_pch.private(path) for path in (source, *source.iterdir()))
         if not usable:
@@ -430,7 +430,7 @@ def _log(kept: Path, line: str, log_name: str = BUILD_LOG) -> None:
 
 
 @contextmanager
-def _locked(path: Path, wait: bool = True) -> Iterator[bool]:
+def locked(path: Path, wait: bool = True) -> Iterator[bool]:
     """Hold an exclusive lock on ``path`` (a file, made if missing) for the block; with ``wait``
     false, the block runs at once and is told whether it holds the lock (False: another has it)."""
     with open(path, "a") as handle:

@@ -38,7 +38,7 @@ def grade_task(setup: Setup, lesson: str, student: str) -> Graded:
         return verdicts.grade(setup, lesson, student)
 
 
-def _start_worker(threads: int) -> None:
+def start_worker(threads: int) -> None:
     """A worker's kernels and judge share the cores with the other workers': the kernels read
     the variable when they import torch; this process imported it already (to unpickle this).
     The worker leaves as soon as multiprocessing's finalizers have run (``_leave``)."""
@@ -84,7 +84,7 @@ def on_processes(setup: Setup, pairs: list[Key], jobs: int) -> Iterator[Graded]:
         with ProcessPoolExecutor(
             max_workers=jobs,
             mp_context=multiprocessing.get_context("spawn"),  # no grader state forked into workers
-            initializer=_start_worker,
+            initializer=start_worker,
             initargs=(threads,),
         ) as pool:
             futures = {pool.submit(grade_task, setup, key.lesson, key.student): key for key in remaining}
