@@ -36,6 +36,9 @@ GRADER_PASSWORD = f"pg-password-{os.getpid()}"
 # GiB on a quiet 2-core machine) reaches it in seconds; 1.5 GiB still holds an honest kernel (it
 # peaks near 0.5 GiB).
 LIMITS = Limits(memory_gib=1.5)
+# Every honest cell here takes under a second in a warm kernel; sigint_looper runs until this limit
+# (then nbclient's four seconds for the kernel's last messages), so it is kept short.
+CELL_LIMIT_S = 8
 MEMORY_GROUPS = cgroup_root("memory") is not None  # where not, shared memory is not capped
 KEY = f"course-hostile-key-{os.getpid()}"  # what one student leaves in the keyring for another
 # system call numbers of add_key and keyctl, by machine
@@ -389,7 +392,11 @@ def grade(tmp: Path, finalize: Callable[[Callable[[], None]], object]) -> dict:
     os.environ["PGPASSWORD"] = GRADER_PASSWORD  # read when the grader starts its kernels
     try:
         pipeline = Pipeline(
-            tmp / "workspace", release=tmp / "release", log=lambda *_: None, cell_timeout_s=15, sandbox=LIMITS
+            tmp / "workspace",
+            release=tmp / "release",
+            log=lambda *_: None,
+            cell_timeout_s=CELL_LIMIT_S,
+            sandbox=LIMITS,
         )
         pipeline.release([LESSON])
         pipeline.collect_folder(inbox)
@@ -482,8 +489,8 @@ REPORTED = {
     "quitter": ["autograding failed: the kernel exited while running the solution cell of Embedding"],
     "exiter": ["autograding failed: the kernel exited after exit() in the solution cell of Embedding"],
     "sigint_looper": [
-        "autograding failed: the solution cell of Embedding ran past the 15 s limit and did not stop when "
-        "interrupted"
+        f"autograding failed: the solution cell of Embedding ran past the {CELL_LIMIT_S} s limit and did not "
+        "stop when interrupted"
     ],
     "copier": [
         "flagged, cell Embedding: imports solutions.embedding (the course's reference or grading code)"
@@ -529,14 +536,14 @@ REPORTED = {
 } | (
     {
         # At the cap, the group first takes back the kernel's own file pages (torch's libraries),
-        # which it reads again at once: on a busy machine that can outlast the 15 s cell limit
+        # which it reads again at once: on a busy machine that can outlast the cell limit
         # before the kernel is ended. Either way the cap held (test_hostile_kernel reads how much
         # it wrote).
         "shm_hog": [
             (
                 "autograding failed: the kernel exited while running the solution cell of Embedding (it "
                 "reached the sandbox's memory cap of 1.5 GiB)",
-                "cells stopped after 15 s (an endless loop?), scored 0: Embedding",
+                f"cells stopped after {CELL_LIMIT_S} s (an endless loop?), scored 0: Embedding",
             )
         ]
     }
