@@ -117,6 +117,25 @@ def test_a_warm_kernel_runs_cells_with_the_imports_done_and_nothing_on_stderr(wo
     assert "image/png" in nb.cells[3].outputs[0].data  # the inline backend, as in a cold kernel
 
 
+FIRST_USE = """
+import sys, torch
+before = set(sys.modules)
+torch.ones(3, 3, device="meta").tril()  # the checks' "built on the device asked"
+weight = torch.ones(2, requires_grad=True)
+weight.sum().backward()
+torch.optim.Adam([weight]).step()
+print(len(set(sys.modules) - before), "torch._dynamo" in set(sys.modules) - before)
+"""
+
+
+def test_what_torch_imports_at_first_use_is_imported_before_the_first_cell(workspace):
+    """A meta tensor's first operation and an optimizer's first step import torch._dynamo (813
+    modules, 0.9 s a kernel) unless the zygote did: here only a handful of modules are new."""
+    (printed,) = _printed(_run(_folder(workspace, "cy"), FIRST_USE, config=_settings(workspace)))
+    count, dynamo = printed.split()
+    assert dynamo == "False" and int(count) < 20, printed
+
+
 def test_a_kernel_leaves_nothing_for_the_next_and_sees_only_its_own_folder(workspace):
     config = _settings(workspace)
     ada, bob = _folder(workspace, "ada"), _folder(workspace, "bob")

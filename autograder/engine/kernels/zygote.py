@@ -105,7 +105,11 @@ def preloaded_modules() -> list[str]:
     locked cells import (torch, matplotlib.pyplot, ...), and those of the course's own modules
     that every lesson imports, so that no kernel holds a module its lesson would not load; and
     what every kernel's start imports after the fork (ipykernel's debugger: debugpy; IPython's
-    debugger and history: pdb, sqlite3), which took 0.09 s of CPU a kernel (141 modules; 8 now)."""
+    debugger and history: pdb, sqlite3), which took 0.09 s of CPU a kernel (141 modules; 8 now);
+    and what torch imports on first use: ``torch._dynamo`` at a tensor's first operation on the
+    meta device (the checks' "built on the device asked") and at an optimizer's first step
+    (813 modules, sympy's among them: 0.9 s of a kernel in lessons 04, 10 and 12, 0.2–0.4 s in
+    five more), ``torch.utils.benchmark`` where the course's timing is imported (32–42 modules)."""
     third_party: set[str] = set()
     ours: list[set[str]] = []
     for lesson in lessons.EXERCISES:
@@ -117,7 +121,7 @@ def preloaded_modules() -> list[str]:
         ours.append(course)
     common = set.intersection(*ours) if ours else set()
     first = ["ipykernel.kernelapp", "ipykernel.debugger", "IPython", "IPython.core.debugger", "sqlite3"]
-    first += ["numpy", "torch", "matplotlib.pyplot"]
+    first += ["numpy", "torch", "matplotlib.pyplot", "torch._dynamo", "torch.utils.benchmark"]
     return list(dict.fromkeys([*first, *sorted(third_party | common)]))
 
 
