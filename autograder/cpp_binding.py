@@ -289,9 +289,14 @@ def for_build(roots: Sequence[Path], mark: str, limit_s: float) -> Path:
     if found is not None:
         return found
     folder = roots[0] / folder_name()
-    print(
-        "The first C++ build here also compiles the course's Python binding once (about a minute, "
-        f"in {folder}).",
-        flush=True,
-    )
-    return build(folder, mark, limit_s)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with cpp_pch.locked(folder.with_name(f".{folder.name}.lock")):  # two first builds at once: one compiles
+        found = finished(roots, mark)
+        if found is not None:
+            return found
+        print(
+            "The first C++ build here also compiles the course's Python binding once (about a minute, "
+            f"in {folder}).",
+            flush=True,
+        )
+        return build(folder, mark, limit_s)

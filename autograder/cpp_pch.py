@@ -29,6 +29,7 @@ class derived from one of torch's modules). For another torch version, or where 
 instantiation does not compile, the header declares nothing extern and there is no archive.
 """
 
+import fcntl
 import functools
 import hashlib
 import os
@@ -38,7 +39,8 @@ import subprocess
 import sys
 import sysconfig
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -252,16 +254,38 @@ def for_build(
     if found is not None or not make:
         return found
     folder = roots[0] / folder_name(head)
-    print(
-        "The first C++ build on this machine precompiles torch's headers once (1 to 3 minutes, about "
-        f"{header_size_mb()} MB in {folder}); later builds then take seconds.",
-        flush=True,
-    )
     try:
-        return build(folder, head, mark, limit_s)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with locked(folder.with_name(f".{folder.name}.lock")):  # two first builds at once: one precompiles
+            found = finished(roots, head, mark)
+            if found is not None:
+                return found
+            print(
+                "The first C++ build on this machine precompiles torch's headers once (1 to 3 minutes, "
+                f"about {header_size_mb()} MB in {folder}); later builds then take seconds.",
+                flush=True,
+            )
+            return build(folder, head, mark, limit_s)
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
         print(f"(building without the precompiled header: {error})", flush=True)
         return None
+
+
+@contextmanager
+def locked(path: Path, wait: bool = True) -> Iterator[bool]:
+    """Hold an exclusive lock on ``path`` (a file, made if missing) for the block; with ``wait``
+    false, the block runs at once and is told whether it holds the lock (False: another has it).
+    The lock ends with its holder's process, so a build that died leaves none behind."""
+    with open(path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def machine_cache(make: bool = False) -> Path | None:

@@ -341,7 +341,7 @@ def test_a_grader_builds_its_own_unit_while_another_builds_the_unit_they_share(t
     cache = cpp_cache.shared_cache(tmp_path / "workspace")
     cpp_cache.prepare(cache)
     runs = []
-    with cpp_cache.locked(cpp_cache.records(cache) / f"{shared}.lock"):  # another grader builds it
+    with cpp_pch.locked(cpp_cache.records(cache) / f"{shared}.lock"):  # another grader builds it
         grader = threading.Thread(
             target=lambda: runs.append(cpp_cache.prebuild(folder, CPP_LESSON, cache, Limits(), 60))
         )

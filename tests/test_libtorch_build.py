@@ -10,6 +10,8 @@ header's explicit instantiations and without them.
 """
 
 import os
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
@@ -117,6 +119,38 @@ def test_a_grading_kernel_never_makes_a_precompiled_header_and_a_learner_makes_o
     # one the grader made in the shared cache is what a kernel reads
     shared = plant_pch(tmp_path / "shared", b"grader's")
     assert cpp_pch.for_build([tmp_path / "kernel", tmp_path / "shared"], head, mark, 60, make=False) == shared
+
+
+def test_two_first_builds_at_once_make_the_header_and_the_binding_once(tmp_path, monkeypatch):
+    """Two notebooks (or two test workers) that start their first build together: one makes the
+    precompiled header and the binding object, the other waits for them and makes neither (each
+    made both before, minutes of the compiler twice)."""
+    made = []
+
+    def slow_pch(folder, head, mark, limit_s):
+        made.append("header")
+        time.sleep(0.5)
+        return plant_pch(folder.parent, b"made")
+
+    def slow_binding(folder, mark, limit_s):
+        made.append("binding")
+        time.sleep(0.5)
+        folder.mkdir(parents=True)
+        (folder / cpp_binding.OBJECT).write_bytes(b"made")
+        (folder / mark).write_text("")
+        return folder / cpp_binding.OBJECT
+
+    monkeypatch.setattr(cpp_pch, "build", slow_pch)
+    monkeypatch.setattr(cpp_binding, "build", slow_binding)
+    roots, head, mark = [tmp_path / "home"], libtorch.UNIT_HEAD, libtorch.FINISHED
+
+    def first_build():
+        return cpp_pch.for_build(roots, head, mark, 60, make=True), cpp_binding.for_build(roots, mark, 60)
+
+    with ThreadPoolExecutor(2) as pool:
+        found = [future.result() for future in [pool.submit(first_build) for _ in range(2)]]
+    assert sorted(made) == ["binding", "header"]
+    assert found[0] == found[1] and all(path.is_file() for path in found[0])
 
 
 def test_a_build_reads_the_precompiled_header_before_the_unit_and_links_the_binding(tmp_path):

@@ -38,7 +38,6 @@ again; its kernel builds privately and reports the compiler's message), and ``bu
 says what was built, when, for which submission, and how long it took.
 """
 
-import fcntl
 import functools
 import os
 import shlex
@@ -47,14 +46,14 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
 from autograder import cpp_binding, cpp_pch, libtorch
+from autograder.cpp_pch import locked
 from autograder.engine.flags import CPP_EXERCISES, cpp_cell
 from autograder.engine.kernels.environment import kernel_environment
 from autograder.engine.kernels.sandbox import (
@@ -427,19 +426,3 @@ def builds_logged(cache: Path) -> list[str]:
 def _log(kept: Path, line: str, log_name: str = BUILD_LOG) -> None:
     with open(kept / log_name, "a") as log:
         log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n")
-
-
-@contextmanager
-def locked(path: Path, wait: bool = True) -> Iterator[bool]:
-    """Hold an exclusive lock on ``path`` (a file, made if missing) for the block; with ``wait``
-    false, the block runs at once and is told whether it holds the lock (False: another has it)."""
-    with open(path, "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
