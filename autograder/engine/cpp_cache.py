@@ -47,6 +47,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -186,13 +187,16 @@ def _prebuild_unit(
 def prepare(cache: Path) -> tuple[Path | None, Path | None]:
     """The precompiled header and the binding object in ``cache``, made now where missing and
     where this machine can compile (else (None, None)): `release` calls it, once per workspace, so
-    that grading builds only the learners' own units. (The first ``prebuild`` makes them too.)"""
+    that grading builds only the learners' own units. (The first ``prebuild`` makes them too.)
+    The two are made at once, on two cores: 17 s and 14 s of the compiler on a 2-core machine."""
     if libtorch.missing_tools():
         return None, None
     records(cache).mkdir(mode=0o700, parents=True, exist_ok=True)
     cache.mkdir(parents=True, exist_ok=True)
     open_only_by_name(cache)
-    return trusted_pch(cache), trusted_binding(cache)
+    with ThreadPoolExecutor(1) as pool:
+        binding = pool.submit(trusted_binding, cache)
+        return trusted_pch(cache), binding.result()
 
 
 def trusted_pch(cache: Path) -> Path | None:
