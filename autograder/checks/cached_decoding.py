@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from autograder.checks import core, greedy
+from autograder.checks import core, greedy, memo
 from autograder.checks.answers import Expected
 from autograder.checks.decoder_step import STEP, compare_steps, reference_step, step_case
 from autograder.checks.device import DEVICE
@@ -312,7 +312,12 @@ def _same_log_probs(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:
 
 
 def _mistake_runs(args) -> list[tuple[core.Mistake, object, torch.Tensor | None]]:
-    """Each mistake's tokens (or its error) and its generator outputs on these arguments."""
+    """Each mistake's tokens (or its error) and its generator outputs on these arguments; the same
+    arguments again (a class's visible checks) are not run again (``memo``)."""
+    return memo.remembered(_run_mistakes, args)
+
+
+def _run_mistakes(args) -> list[tuple[core.Mistake, object, torch.Tensor | None]]:
     runs = []
     model, batch = args[0], args[1].size(0)
     with torch.no_grad():

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from autograder.checks import core, oracles
+from autograder.checks import core, memo, oracles
 from autograder.checks.device import DEVICE, DTYPE, exact_matmul
 
 TRAIN_STEP = "train_step"
@@ -409,7 +409,12 @@ def expected_outcome(case: Case) -> Outcome:
 
 
 def outcomes_of(mistakes: list[core.Mistake], run, case) -> list[tuple[core.Mistake, object | None]]:
-    """Each of ``mistakes`` with what ``run(mistake.compute, case)`` leaves (None when it crashes)."""
+    """Each of ``mistakes`` with what ``run(mistake.compute, case)`` leaves (None when it crashes);
+    the same case again (a class's visible checks) is not run again (``memo``)."""
+    return memo.remembered(_outcomes_of, tuple(mistakes), run, case)
+
+
+def _outcomes_of(mistakes: tuple[core.Mistake, ...], run, case) -> list[tuple[core.Mistake, object | None]]:
     outcomes = []
     for mistake in mistakes:
         try:
