@@ -88,15 +88,25 @@ def test_the_gpu_script_refuses_a_python_without_cuda_before_it_touches_anything
 
 
 def test_the_gpu_wheel_list_is_what_the_checks_need_beyond_torch():
-    """tests/gpu_wheels.txt is the derivation from this environment (regenerate it with
-    `.venv/bin/python tests/gpu_wheels.py > tests/gpu_wheels.txt` after the pins change)."""
+    """tests/gpu_wheels.txt names the packages that the derivation from this environment names
+    (regenerate it with `.venv/bin/python tests/gpu_wheels.py > tests/gpu_wheels.txt` after the pins
+    change), each at a version the pins allow. Its versions are those of the environment it was made
+    in, a set that installs together: a later release of a package on PyPI, which a fresh `make
+    setup` installs, leaves the list right; a package needed or dropped, or a pin moved, does not."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
     from tests import gpu_wheels
 
-    listed = (ROOT / "tests" / "gpu_wheels.txt").read_text().split()
-    assert listed == gpu_wheels.missing_wheels("3.12"), "tests/gpu_wheels.txt is stale: regenerate it"
-    names = {line.split("==")[0] for line in listed}
-    assert {"nbval", "ipykernel", "pytest-xdist", "numpy", "matplotlib", "ninja", "setuptools"} <= names
-    assert not names & {"torch", "sympy", "networkx", "filelock", "jinja2", "fsspec", "typing-extensions"}
+    listed = dict(line.split("==") for line in (ROOT / "tests" / "gpu_wheels.txt").read_text().split())
+    derived = {line.split("==")[0] for line in gpu_wheels.missing_wheels("3.12")}
+    assert sorted(listed) == sorted(derived), "tests/gpu_wheels.txt is stale: regenerate it"
+    lines = (line.split("#")[0].strip() for line in (ROOT / "requirements.txt").read_text().splitlines())
+    pins = {canonicalize_name(r.name): r.specifier for r in (Requirement(line) for line in lines if line)}
+    assert [f"{n}=={v}" for n, v in listed.items() if n in pins and not pins[n].contains(v)] == []
+    assert {"nbval", "ipykernel", "pytest-xdist", "numpy", "matplotlib", "ninja", "setuptools"} <= set(listed)
+    torch_own = {"torch", "sympy", "networkx", "filelock", "jinja2", "fsspec", "typing-extensions"}
+    assert not set(listed) & torch_own
 
 
 def test_the_release_workflow_attaches_the_wheel_the_lessons_install():
