@@ -2,7 +2,7 @@
 
 A wrong answer is named by running each catalogued mistake on the case the learner's code ran
 on: train_loop's mistakes train fourteen small models, cached_greedy_decode's decode with
-seventeen variants. The visible checks' cases are the same for every learner (fixed seeds), so a
+eighteen variants. The visible checks' cases are the same for every learner (fixed seeds), so a
 grader's judge, which runs the checks for a whole class, and a test run, which runs them for every
 catalogued mistake, would compute the same outcomes again and again.
 
@@ -15,8 +15,9 @@ that anyone changed in place (a learner's code that writes into its batches) rea
 case; anything the fingerprint cannot read (an object of a type it does not know, a module with a
 hook on it) is never kept, nor is a result whose computation changed its arguments or drew from
 torch's global random numbers: a later call that finds the result kept must leave everything as
-the computation would have. The results kept are only ever read: a check compares the learner's
-result with them and names the mistake that matches.
+the computation would have. On a GPU the same holds: a key reads each tensor back to the CPU (a
+case is a few KB) and each GPU's random state is compared too. The results kept are only ever
+read: a check compares the learner's result with them and names the mistake that matches.
 """
 
 import dataclasses
