@@ -30,7 +30,13 @@ def test_the_same_contents_have_the_same_fingerprint_and_any_change_another():
     changed_mode = copy.deepcopy(layer).eval()
     changed_setting = copy.deepcopy(layer)
     changed_setting.norm_first = not layer.norm_first
+    with_gradient = copy.deepcopy(layer)
+    with_gradient.linear2.bias.grad = torch.zeros_like(layer.linear2.bias)
+    a, b = [torch.zeros(2)], [torch.ones(2)]
     others = [
+        (with_gradient, batch),
+        (layer, {"src": [a, b, a]}),  # the same objects, referred to in another order
+        (layer, {"src": [a, b, b]}),
         (changed_weight, batch),
         (changed_mode, batch),
         (changed_setting, batch),
@@ -38,7 +44,7 @@ def test_the_same_contents_have_the_same_fingerprint_and_any_change_another():
         (layer, {"src": torch.arange(6).reshape(2, 3).double()}),
         (layer, {"tgt": torch.arange(6).reshape(2, 3)}),
     ]
-    assert len({key, *(memo.fingerprint(other) for other in others)}) == len(others) + 1
+    assert len({key, *(memo.fingerprint(other) for other in others)}) == len(others) + 1, "two alike"
 
 
 class LearnersLayer(nn.Linear):

@@ -53,25 +53,26 @@ def fingerprint(value: Any) -> bytes | None:
     (then nothing computed from it may be kept)."""
     digest = hashlib.blake2b(digest_size=32)
     try:
-        _write(value, digest, set())
+        _write(value, digest, {})
     except _Unreadable:
         return None
     return digest.digest()
 
 
-def _write(value: Any, digest, seen: set[int]) -> None:
+def _write(value: Any, digest, seen: dict[int, int]) -> None:
+    """``value`` into ``digest``; ``seen`` numbers the containers written so far, in order."""
     kind = type(value)  # never value.__class__, which an object may pretend
     digest.update(f"<{kind.__module__}.{kind.__qualname__}>".encode())
     if kind in _SCALARS:
         digest.update(repr(value).encode())
         return
-    if id(value) in seen:  # a module shared by two parents: written once, then referred to
-        digest.update(b"<again>")
+    if id(value) in seen:  # a module shared by two parents: written once, then referred to by number
+        digest.update(f"<again {seen[id(value)]}>".encode())
         return
     if kind in (torch.Tensor, nn.Parameter):
-        _write_tensor(value, digest)
+        _write_tensor(value, digest, seen)
         return
-    seen.add(id(value))
+    seen[id(value)] = len(seen)
     if kind in (tuple, list):
         digest.update(str(len(value)).encode())
         for item in value:
@@ -119,16 +120,19 @@ def _expect_own(code: Any) -> None:
         raise _Unreadable(f"{module}.{qualname} is not what that name holds")
 
 
-def _write_tensor(tensor: torch.Tensor, digest) -> None:
+def _write_tensor(tensor: torch.Tensor, digest, seen: dict[int, int]) -> None:
+    """Its dtype, device, shape, strides, whether it asks for gradients, its bytes, and the gradient
+    a parameter holds (an optimizer's step reads it)."""
     if tensor.is_conj() or tensor.is_neg() or tensor.layout != torch.strided:
         raise _Unreadable("a tensor with a lazy view or another layout")
     shape = (tensor.dtype, tensor.device, tuple(tensor.shape), tensor.stride(), tensor.requires_grad)
     digest.update(repr(shape).encode())
     data = tensor.detach().to("cpu").contiguous().reshape(-1)
     digest.update(data.view(torch.uint8).numpy().tobytes())
+    _write(tensor.grad if tensor.is_leaf else None, digest, seen)
 
 
-def _write_module(module: nn.Module, digest, seen: set[int]) -> None:
+def _write_module(module: nn.Module, digest, seen: dict[int, int]) -> None:
     """A module's attributes, its parameters, buffers and submodules among them; a hook on it, or
     on every module, would run code when it is called that no attribute shows."""
     if torch_module._has_any_global_hook():
@@ -143,7 +147,7 @@ def _write_module(module: nn.Module, digest, seen: set[int]) -> None:
         _write(attributes[name], digest, seen)
 
 
-def _write_function(function: types.FunctionType, digest, seen: set[int]) -> None:
+def _write_function(function: types.FunctionType, digest, seen: dict[int, int]) -> None:
     """Where it is defined, its defaults and what its closure holds: what it computes (the
     globals it reads are the checks' own modules')."""
     _expect_own(function)
