@@ -40,28 +40,28 @@ def worker_unit(file: str) -> str:
     return "tests/test_hostile.py" if file in HOSTILE_CLASS_FILES else file
 
 
-# The files that take longest on one worker (seconds on 2 cores, this order), started first: a worker
-# is then left with short files at the end, never one of these while the other idles. Given on the
-# command line, they would not come first: pytest collects a folder's files in its own order, and
-# one named before its folder only once, there.
+# The files that take longest on one worker (longest first, as timed on 2 cores), started first:
+# a worker is then left with short files at the end, never one of these while the other idles.
+# Given on the command line, they would not come first: pytest collects a folder's files in its
+# own order, and one named before its folder only once, there.
 LONGEST_FIRST = (
-    "tests/test_pipeline.py",  # 82
-    "tests/test_browser.py",  # 79
-    "tests/test_parallel.py",  # 77
-    "tests/test_judge.py",  # 60
-    "tests/test_cpp_cache.py",  # 55
-    "tests/test_hostile.py",  # 53, with the other files that read the hostile class
-    "tests/test_skipping.py",  # 39
-    "solutions/lessons/10_training/training.ipynb",  # 38
-    "tests/test_honest_flags.py",  # 35
-    "tests/test_honest_flags_half.py",  # 35
-    "tests/test_libtorch_build.py",  # 35
-    "tests/test_learner_wheel.py",  # 33
-    "tests/test_hostile_bounds.py",  # 32
-    "tests/test_isolation.py",  # 32
-    "solutions/lessons/11_efficiency/efficiency.ipynb",  # 26
-    "tests/test_zygote.py",  # 23
-    "tests/test_mutations.py",  # 22
+    "tests/test_pipeline.py",
+    "tests/test_browser.py",
+    "tests/test_parallel.py",
+    "tests/test_judge.py",
+    "tests/test_cpp_cache.py",
+    "tests/test_hostile.py",
+    "tests/test_skipping.py",
+    "solutions/lessons/10_training/training.ipynb",
+    "tests/test_honest_flags.py",
+    "tests/test_honest_flags_half.py",
+    "tests/test_libtorch_build.py",
+    "tests/test_learner_wheel.py",
+    "tests/test_hostile_bounds.py",
+    "tests/test_isolation.py",
+    "solutions/lessons/11_efficiency/efficiency.ipynb",
+    "tests/test_zygote.py",
+    "tests/test_mutations.py",
 )
 
 
